@@ -34,3 +34,13 @@ export class DelegationDepthError extends PrxError {
     super('PRX_ERR_DELEGATION_DEPTH', 'Max recursion level reached.');
   }
 }
+
+/** `/$/inet/…` (or `/$/fixedinet/…`) without a host/port shape Finagle accepts. */
+export class InvalidInetPathError extends PrxError {
+  constructor(path: string) {
+    super(
+      'PRX_ERR_INVALID_INET_PATH',
+      `${path}: expected /$/inet/<host>/<port> or /$/inet/<port>, with an integer port`,
+    );
+  }
+}

@@ -1,0 +1,190 @@
+import type { Activity } from './activity.js';
+import { type Address, type Addr } from './addr.js';
+import { type DelegateTree, fromNameTree, isNopDentry, simplifyDelegateTree } from './delegate-tree.js';
+import { Dentry, type Dtab, showPathTree } from './dtab.js';
+import { DelegationDepthError } from './errors.js';
+import { BoundName, type Name } from './name.js';
+import { type NameTree, leaf, mapTree } from './name-tree.js';
+import { Path } from './path.js';
+
+/** Linkerd's fixed delegation depth limit (independent of the binding `maxDepth`). */
+const MAX_DELEGATION_DEPTH = 100;
+
+/** What delegation needs from an interpreter: the namer chain for paths no dentry matches. */
+export interface DelegationSource {
+  namerLookup(path: Path): Activity<NameTree<Name>>;
+}
+
+/**
+ * Explains how `path` delegates through `dtab` (Linkerd's `ConfiguredNamersInterpreter.delegate`):
+ * unlike binding, every alternative is followed, namer failures become `exception` nodes, and a
+ * dentry whose destination is `~` shows as Neg instead of falling through to the namers. Namer
+ * lookups that stay pending keep the promise pending until `signal` aborts.
+ */
+export async function delegate(
+  source: DelegationSource,
+  dtab: Dtab,
+  path: Path,
+  signal?: AbortSignal,
+): Promise<DelegateTree<BoundName>> {
+  const walk = new DelegationWalk(source, dtab, signal);
+  const root = fromNameTree(Path.empty, Dentry.nop, leaf(path));
+  const bound = await walk.bind(0, root);
+  return simplifyDelegateTree(bound);
+}
+
+class DelegationWalk {
+  readonly #source: DelegationSource;
+  readonly #dtab: Dtab;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(source: DelegationSource, dtab: Dtab, signal: AbortSignal | undefined) {
+    this.#source = source;
+    this.#dtab = dtab;
+    this.#signal = signal;
+  }
+
+  async #lookup(dentry: Dentry, path: Path): Promise<DelegateTree<Name>> {
+    const matches: DelegateTree<Name>[] = [];
+    const ds = this.#dtab.dentries;
+    for (let i = ds.length - 1; i >= 0; i--) {
+      const d = ds[i] as Dentry;
+      if (!d.prefix.matches(path)) continue;
+      const suffix = path.drop(d.prefix.size);
+      matches.push(fromNameTree(path, d, mapTree(d.dst, (p): Name => p.concat(suffix))));
+    }
+    if (matches.length === 1) return { type: 'delegate', path, dentry, tree: matches[0] as DelegateTree<Name> };
+    if (matches.length > 1) return { type: 'alt', path, dentry, trees: matches };
+    // No dentry at all: only now are the namers consulted.
+    try {
+      const tree = await this.#source.namerLookup(path).toPromise(this.#signal);
+      return tree.type === 'neg' ? { type: 'neg', path, dentry } : fromNameTree(path, dentry, tree);
+    } catch (e) {
+      if (this.#signal?.aborted) throw e;
+      return { type: 'exception', path, dentry, error: e instanceof Error ? e : new Error(String(e)) };
+    }
+  }
+
+  async bind(depth: number, node: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
+    if (depth > MAX_DELEGATION_DEPTH) throw new DelegationDepthError();
+    switch (node.type) {
+      case 'exception':
+      case 'empty':
+      case 'fail':
+      case 'neg':
+        return node;
+      case 'leaf': {
+        if (node.value instanceof BoundName) return { ...node, value: node.value };
+        return this.bind(depth + 1, await this.#lookup(node.dentry, node.value));
+      }
+      case 'delegate':
+        return { ...node, tree: await this.bind(depth, node.tree) };
+      case 'transformation':
+        return { ...node, value: node.value as BoundName, tree: await this.bind(depth, node.tree) };
+      case 'alt': {
+        if (node.trees.length === 0) return { type: 'neg', path: node.path, dentry: node.dentry };
+        if (node.trees.length === 1) {
+          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, node.trees[0] as DelegateTree<Name>) };
+        }
+        const trees = await Promise.all(node.trees.map((t) => this.#bindBranch(depth, node, t)));
+        return { ...node, trees };
+      }
+      case 'union': {
+        if (node.trees.length === 0) return { type: 'neg', path: node.path, dentry: node.dentry };
+        if (node.trees.length === 1) {
+          const only = (node.trees[0] as { tree: DelegateTree<Name> }).tree;
+          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, only) };
+        }
+        const trees = await Promise.all(
+          node.trees.map(async (w) => ({ weight: w.weight, tree: await this.#bindBranch(depth, node, w.tree) })),
+        );
+        return { ...node, trees };
+      }
+    }
+  }
+
+  /** A branch's failure becomes an exception node at its parent's path and dentry. */
+  async #bindBranch(depth: number, parent: DelegateTree<Name>, child: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
+    try {
+      return await this.bind(depth, child);
+    } catch (e) {
+      if (this.#signal?.aborted) throw e;
+      return { type: 'exception', path: parent.path, dentry: parent.dentry, error: e instanceof Error ? e : new Error(String(e)) };
+    }
+  }
+}
+
+/** JSON of an address (`/delegator.json` shape). */
+export type AddrJson =
+  | { type: 'bound'; addrs: { ip: string; port: number; meta: Record<string, unknown> }[]; meta: Record<string, unknown> }
+  | { type: 'neg' }
+  | { type: 'pending' }
+  | { type: 'failed'; cause: string };
+
+export function addrJson(a: Addr): AddrJson {
+  switch (a.kind) {
+    case 'bound':
+      return {
+        type: 'bound',
+        addrs: a.addresses.map((x: Address) => ({ ip: x.host, port: x.port, meta: { ...x.meta } })),
+        meta: { ...a.meta },
+      };
+    case 'neg':
+      return { type: 'neg' };
+    case 'pending':
+      return { type: 'pending' };
+    case 'failed':
+      return { type: 'failed', cause: a.error.message };
+  }
+}
+
+export interface DelegateJsonOptions {
+  /** Leaves carry `bound.addr` (the first non-pending address set) when given. */
+  resolveAddr?: (name: BoundName) => Promise<Addr>;
+}
+
+/**
+ * The `/delegator.json` body: each node an object whose first key is `type`; `dentry` omitted
+ * for the nop marker; Neg at the empty path shows `~`; Fail shows `!` unless under `/$/fail`.
+ */
+export async function delegateTreeJson(tree: DelegateTree<BoundName>, opts: DelegateJsonOptions = {}): Promise<unknown> {
+  const dentryOf = (d: Dentry): Record<string, unknown> =>
+    isNopDentry(d) ? {} : { dentry: { prefix: d.prefix.show, dst: showPathTree(d.dst) } };
+  const boundJson = async (path: Path, b: BoundName): Promise<Record<string, unknown>> => {
+    const json: Record<string, unknown> = {};
+    if (opts.resolveAddr) json['addr'] = addrJson(await opts.resolveAddr(b));
+    json['id'] = b.id instanceof Path ? b.id.show : path.show;
+    json['path'] = b.residual.show;
+    return json;
+  };
+  const render = async (t: DelegateTree<BoundName>): Promise<unknown> => {
+    switch (t.type) {
+      case 'delegate':
+        return { type: 'delegate', path: t.path.show, ...dentryOf(t.dentry), delegate: await render(t.tree) };
+      case 'alt':
+        return { type: 'alt', path: t.path.show, ...dentryOf(t.dentry), alt: await Promise.all(t.trees.map(render)) };
+      case 'union':
+        return {
+          type: 'union',
+          path: t.path.show,
+          ...dentryOf(t.dentry),
+          union: await Promise.all(t.trees.map(async (w) => ({ weight: w.weight, tree: await render(w.tree) }))),
+        };
+      case 'leaf':
+        return { type: 'leaf', path: t.path.show, ...dentryOf(t.dentry), bound: await boundJson(t.path, t.value) };
+      case 'neg':
+        return { type: 'neg', path: t.path.isEmpty ? '~' : t.path.show, ...dentryOf(t.dentry) };
+      case 'fail':
+        return { type: 'fail', path: t.path.startsWith(FAIL_PREFIX) ? t.path.show : '!', ...dentryOf(t.dentry) };
+      case 'empty':
+        return { type: 'empty', path: t.path.show, ...dentryOf(t.dentry) };
+      case 'exception':
+        return { type: 'exception', path: t.path.show, ...dentryOf(t.dentry), message: t.error.message };
+      case 'transformation':
+        return { type: 'transformation', path: t.path.show, name: t.name, bound: await boundJson(t.path, t.value), tree: await render(t.tree) };
+    }
+  };
+  return render(tree);
+}
+
+const FAIL_PREFIX = Path.of('$', 'fail');
