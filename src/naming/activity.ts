@@ -8,7 +8,7 @@ export type State<T> =
 
 export const Pending: { readonly kind: 'pending' } = Object.freeze({ kind: 'pending' });
 
-export function ok<T>(value: T): State<T> {
+export function ok<T>(value: T): { readonly kind: 'ok'; readonly value: T } {
   return { kind: 'ok', value };
 }
 
@@ -105,6 +105,8 @@ export class Activity<T> {
   toPromise(signal?: AbortSignal): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let settled = false;
+      // Assigned after observe() returns, but read inside it when the first state settles at once.
+      // eslint-disable-next-line prefer-const
       let sub: Closable | undefined;
       const finish = (): void => {
         settled = true;

@@ -1,7 +1,8 @@
 import { Activity, type State, Pending, failed, ok } from './activity.js';
 import { type Addr, WEIGHT_META_KEY, addrBound } from './addr.js';
 import { MaxDepthExceededError } from './errors.js';
-import { BoundName, type Name } from './name.js';
+import type { BoundName} from './name.js';
+import { type Name } from './name.js';
 import { type NameTree, type Weighted, Empty, Fail, Neg, leaf, simplifyTree, weighted } from './name-tree.js';
 import { Path } from './path.js';
 import { Var } from './var.js';

@@ -1,4 +1,5 @@
-import { Path, showElem } from './path.js';
+import type { Path} from './path.js';
+import { showElem } from './path.js';
 import { type NameTree, Neg, alt, mapTree, showTree, simplifyTree } from './name-tree.js';
 
 /** The `*` element of a dentry prefix: matches any one path element. */

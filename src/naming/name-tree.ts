@@ -159,7 +159,7 @@ export function evalTree<T>(tree: NameTree<T>, keyOf: (t: T) => unknown = defaul
 
 function defaultKey(v: unknown): unknown {
   if (v instanceof Path) return v.show;
-  if (typeof v === 'object' && v !== null && 'idKey' in v) return (v as { idKey: unknown }).idKey;
+  if (typeof v === 'object' && v !== null && 'idKey' in v) return (v).idKey;
   return v;
 }
 

@@ -3,7 +3,7 @@ import { type Addr, addrBound, addrFailed, address } from './addr.js';
 import { InvalidInetPathError, UnknownSystemNamerError } from './errors.js';
 import { BoundName, type Name } from './name.js';
 import { type NameTree, Empty, Fail, Neg, leaf } from './name-tree.js';
-import { Path } from './path.js';
+import type { Path } from './path.js';
 import { Var } from './var.js';
 import { isIP } from 'node:net';
 

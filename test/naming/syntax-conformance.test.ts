@@ -61,7 +61,7 @@ for (const v of vectorsOf('nametree-show')) {
     const shown = showPathTree(t);
     assert.equal(shown, v.expect);
     const reparses = (v as Vector & { reparsesToSameTree: boolean }).reparsesToSameTree;
-    let same = false;
+    let same: boolean;
     try {
       same = JSON.stringify(toAst(readNameTree(shown))) === JSON.stringify(v.input);
     } catch {

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { type KindDef, registerKind } from '../config/registry.js';
+import type { Activity, Namer, Path } from '../naming/index.js';
+import type { Logger } from 'pino';
+
+/** What a namer factory receives besides its config. */
+export interface NamerContext {
+  /** The full prefix the namer serves, e.g. `/#/io.prx.fs`; its bound ids start with it. */
+  readonly prefix: Path;
+  readonly log: Logger;
+}
+
+/** A namer that can list every name it serves (`/bound-names.json`). */
+export interface EnumeratingNamer extends Namer {
+  boundNames(): Activity<Path[]>;
+}
+
+/** A namer instance with a lifecycle (closes its watches and timers). */
+export interface RunningNamer extends Namer {
+  close(): void;
+}
+
+export function isEnumerating(n: Namer): n is EnumeratingNamer {
+  return typeof (n as Partial<EnumeratingNamer>).boundNames === 'function';
+}
+
+/**
+ * Keys every namer config accepts beside its own: `kind`, `prefix` (the namer then serves
+ * `/#/<prefix>`; default `/<kind>`) and `experimental`.
+ */
+export function namerShape<K extends string, S extends z.ZodRawShape>(kind: K, shape: S) {
+  return z.strictObject({
+    kind: z.literal(kind),
+    prefix: z.string().optional(),
+    experimental: z.boolean().optional(),
+    ...shape,
+  });
+}
+
+/** Registers a namer kind (its schema and factory) with the config registry. */
+export function defineNamer<Cfg>(def: {
+  kind: string;
+  schema: z.ZodType<Cfg>;
+  experimental?: boolean;
+  create: (cfg: Cfg, ctx: NamerContext) => RunningNamer;
+}): KindDef<Cfg, NamerContext, RunningNamer> {
+  return registerKind({ family: 'namer', ...def });
+}
