@@ -17,6 +17,7 @@ export type Family =
   | 'telemeter'
   | 'tracePropagator'
   | 'requestAuthorizer'
+  | 'logger'
   | 'announcer'
   | 'clientTls'
   | 'storage'

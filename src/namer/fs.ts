@@ -6,7 +6,8 @@ import {
   addrEquals, addrFailed, address, leaf, type Name, type NameTree,
 } from '../naming/index.js';
 import { type FsSnapshot, watchDirectory } from './fs-snapshot.js';
-import { type EnumeratingNamer, type RunningNamer, defineNamer, namerShape } from './namer-kind.js';
+import { addIssue, namerShape } from '../config/index.js';
+import { type EnumeratingNamer, type RunningNamer, defineNamer } from './namer-kind.js';
 
 /**
  * `io.prx.fs`: one file per name under `rootDir` (subdirectories nest: `/#/io.prx.fs/a/b` is the
@@ -15,10 +16,11 @@ import { type EnumeratingNamer, type RunningNamer, defineNamer, namerShape } fro
  * renames apply live. A missing file is Neg; a malformed line fails the name's address with the
  * line in the message.
  */
-export const fsNamerSchema = namerShape('io.prx.fs', {
+export const fsNamerSchema = z.strictObject({
+  ...namerShape('io.prx.fs'),
   rootDir: z.string().min(1).superRefine((dir, ctx) => {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-      ctx.addIssue({ code: 'custom', message: 'directory does not exist', input: dir });
+      addIssue(ctx, [], 'directory does not exist', { value: dir });
     }
   }),
 });

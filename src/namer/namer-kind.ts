@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { type KindDef, registerKind } from '../config/registry.js';
 import type { Activity, Namer, Path } from '../naming/index.js';
 import type { Logger } from 'pino';
@@ -22,19 +22,6 @@ export interface RunningNamer extends Namer {
 
 export function isEnumerating(n: Namer): n is EnumeratingNamer {
   return typeof (n as Partial<EnumeratingNamer>).boundNames === 'function';
-}
-
-/**
- * Keys every namer config accepts beside its own: `kind`, `prefix` (the namer then serves
- * `/#/<prefix>`; default `/<kind>`) and `experimental`.
- */
-export function namerShape<K extends string, S extends z.ZodRawShape>(kind: K, shape: S) {
-  return z.strictObject({
-    kind: z.literal(kind),
-    prefix: z.string().optional(),
-    experimental: z.boolean().optional(),
-    ...shape,
-  });
 }
 
 /** Registers a namer kind (its schema and factory) with the config registry. */

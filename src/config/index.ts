@@ -1,0 +1,11 @@
+// The config module's public surface: loading, validation, schema builders for plugins, errors.
+export * from './errors.js';
+export * from './frozen.js';
+export { addIssue, describeIssue, missingKey, parseNested, validate, withoutNulls, type IssueParams } from './issues.js';
+export * from './loader.js';
+export * from './schema.js';
+export * from './tls.js';
+export * from './policy.js';
+export * from './router.js';
+export * from './proxy-config.js';
+export * from './registry.js';
