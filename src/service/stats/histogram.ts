@@ -1,0 +1,166 @@
+/**
+ * A fixed-memory histogram with log-linear buckets, in the spirit of Finagle's BucketedHistogram:
+ * values are integers in [0, 2^31-1]; buckets are one unit wide up to about 100 and then grow by
+ * 1% each, so a reported percentile (a bucket midpoint) is within 0.5% of the true value. About 1800
+ * buckets (7 KB) per histogram, allocated on the first `add`.
+ */
+
+/** Quantiles reported by every snapshot, as `p50`, `p90`, `p95`, `p99`, `p9990`, `p9999`. */
+export const QUANTILES = [0.5, 0.9, 0.95, 0.99, 0.999, 0.9999] as const;
+
+/** Largest recorded value; larger values are clamped to it. */
+export const MAX_HISTOGRAM_VALUE = 2 ** 31 - 1;
+
+/** One interval of a histogram: what `metrics.json` and the Prometheus export serve. */
+export interface HistogramSummary {
+  readonly count: number;
+  readonly sum: number;
+  readonly avg: number;
+  readonly min: number;
+  readonly max: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p95: number;
+  readonly p99: number;
+  readonly p9990: number;
+  readonly p9999: number;
+}
+
+const ERROR = 0.005;
+const GROWTH = 1 + 2 * ERROR;
+
+/**
+ * Bucket `i` holds values in [LIMITS[i-1], LIMITS[i]) (with LIMITS[-1] = 0); the extra last bucket
+ * holds everything from the last limit up.
+ */
+const LIMITS: Int32Array = (() => {
+  const out = [1];
+  for (let n = GROWTH; n < MAX_HISTOGRAM_VALUE; n *= GROWTH) {
+    const limit = Math.floor(n) + 1;
+    if (limit !== out[out.length - 1]) out.push(limit);
+  }
+  return Int32Array.from(out);
+})();
+
+const BUCKETS = LIMITS.length + 1;
+
+// Below LINEAR_END every limit is value+1, so a value is its own bucket index. Above it, the
+// logarithm gives the index up to a small drift that bucketOf() corrects with a step or two.
+const LINEAR_END = (() => {
+  let i = 0;
+  while (i < LIMITS.length && LIMITS[i] === i + 1) i++;
+  return i;
+})();
+const INV_LOG_GROWTH = 1 / Math.log(GROWTH);
+const LOG_OFFSET = LINEAR_END - Math.floor(Math.log(LINEAR_END) * INV_LOG_GROWTH);
+
+/** Index of the bucket holding the integer `v` (0 ≤ v ≤ MAX_HISTOGRAM_VALUE). O(1). */
+export function bucketOf(v: number): number {
+  if (v < LINEAR_END) return v;
+  let i = Math.floor(Math.log(v) * INV_LOG_GROWTH) + LOG_OFFSET;
+  if (i > LIMITS.length) i = LIMITS.length;
+  while (i < LIMITS.length && (LIMITS[i] as number) <= v) i++;
+  while (i > 0 && (LIMITS[i - 1] as number) > v) i--;
+  return i;
+}
+
+/** The value reported for bucket `i`: the midpoint of its range. */
+function midpoint(i: number): number {
+  if (i === 0) return 0;
+  if (i >= LIMITS.length) return MAX_HISTOGRAM_VALUE;
+  return Math.floor(((LIMITS[i - 1] as number) + (LIMITS[i] as number)) / 2);
+}
+
+/** The bucket bounds, exposed for tests and exporters that want the raw distribution. */
+export function bucketRange(i: number): readonly [lo: number, hi: number] {
+  const lo = i === 0 ? 0 : (LIMITS[i - 1] ?? MAX_HISTOGRAM_VALUE);
+  const hi = i < LIMITS.length ? (LIMITS[i] as number) : Infinity;
+  return [lo, hi];
+}
+
+/** Number of buckets per histogram. */
+export const BUCKET_COUNT = BUCKETS;
+
+/**
+ * The accumulating side of a histogram. `add` is O(1) and allocation-free; `snapshotAndReset`
+ * summarises the values added since the previous call and starts a new interval.
+ */
+export class BucketedHistogram {
+  #counts: Uint32Array | null = null;
+  #count = 0;
+  #sum = 0;
+  #min = Infinity;
+  #max = -Infinity;
+
+  /** Records one value, truncated to an integer and clamped to [0, 2^31-1]; NaN counts as 0. */
+  add(value: number): void {
+    const v = value > 0 ? (value < MAX_HISTOGRAM_VALUE ? Math.floor(value) : MAX_HISTOGRAM_VALUE) : 0;
+    const counts = this.#counts ?? (this.#counts = new Uint32Array(BUCKETS));
+    (counts[bucketOf(v)] as number)++;
+    this.#count++;
+    this.#sum += v;
+    if (v < this.#min) this.#min = v;
+    if (v > this.#max) this.#max = v;
+  }
+
+  /** Values added in the current interval. */
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Summarises the current interval and clears it. */
+  snapshotAndReset(): HistogramSummary {
+    const count = this.#count;
+    const counts = this.#counts;
+    if (count === 0 || counts === null) return EMPTY_SUMMARY;
+    const min = this.#min;
+    const max = this.#max;
+    const q = new Array<number>(QUANTILES.length);
+    let qi = 0;
+    let target = Math.round((QUANTILES[0] as number) * count);
+    let seen = 0;
+    for (let b = 0; b < BUCKETS && qi < QUANTILES.length; b++) {
+      seen += counts[b] as number;
+      // Several quantiles may fall into the same bucket.
+      while (qi < QUANTILES.length && seen >= target) {
+        // The exact min and max are known, so a bucket midpoint outside them is pulled in.
+        q[qi++] = Math.min(max, Math.max(min, midpoint(b)));
+        target = Math.round((QUANTILES[qi] ?? 1) * count);
+      }
+    }
+    const summary: HistogramSummary = {
+      count,
+      sum: this.#sum,
+      avg: this.#sum / count,
+      min,
+      max,
+      p50: q[0] ?? max,
+      p90: q[1] ?? max,
+      p95: q[2] ?? max,
+      p99: q[3] ?? max,
+      p9990: q[4] ?? max,
+      p9999: q[5] ?? max,
+    };
+    counts.fill(0);
+    this.#count = 0;
+    this.#sum = 0;
+    this.#min = Infinity;
+    this.#max = -Infinity;
+    return summary;
+  }
+}
+
+/** The summary of an interval in which nothing was recorded. */
+export const EMPTY_SUMMARY: HistogramSummary = Object.freeze({
+  count: 0,
+  sum: 0,
+  avg: 0,
+  min: 0,
+  max: 0,
+  p50: 0,
+  p90: 0,
+  p95: 0,
+  p99: 0,
+  p9990: 0,
+  p9999: 0,
+});

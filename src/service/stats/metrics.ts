@@ -1,0 +1,109 @@
+import { BucketedHistogram, type HistogramSummary } from './histogram.js';
+
+/** A monotonically increasing count. `incr` is O(1) and allocation-free. */
+export interface Counter {
+  incr(delta?: number): void;
+  readonly value: number;
+}
+
+/** A value read when exported. `remove` unregisters it (a no-op once removed or pruned). */
+export interface Gauge {
+  readonly value: number;
+  remove(): void;
+}
+
+/** A gauge whose value is pushed rather than computed. */
+export interface SettableGauge extends Gauge {
+  set(value: number): void;
+  add(delta: number): void;
+}
+
+/** A distribution of values (latencies, sizes). `add` is O(1) and allocation-free. */
+export interface Histogram {
+  add(value: number): void;
+}
+
+/** A registry counter. */
+export class CounterMetric implements Counter {
+  readonly kind = 'counter';
+  #value = 0;
+
+  incr(delta = 1): void {
+    this.#value += delta;
+  }
+
+  get value(): number {
+    return this.#value;
+  }
+}
+
+/**
+ * A registry gauge: function-backed when `fn` is set, otherwise settable. `detach` is wired by the
+ * registry so `remove()` unregisters exactly this instance.
+ */
+export class GaugeMetric implements SettableGauge {
+  readonly kind = 'gauge';
+  readonly settable: boolean;
+  #fn: (() => number) | undefined;
+  #value = 0;
+  #detach: (() => void) | undefined;
+
+  constructor(fn: (() => number) | undefined, detach: () => void) {
+    this.#fn = fn;
+    this.settable = fn === undefined;
+    this.#detach = detach;
+  }
+
+  /** The current value; a throwing gauge function propagates (exporters catch and skip). */
+  get value(): number {
+    return this.#fn ? this.#fn() : this.#value;
+  }
+
+  set(value: number): void {
+    this.#value = value;
+  }
+
+  add(delta: number): void {
+    this.#value += delta;
+  }
+
+  /** Replaces the function of a function-backed gauge (re-registration: the latest wins). */
+  replaceFn(fn: () => number): void {
+    this.#fn = fn;
+  }
+
+  remove(): void {
+    const detach = this.#detach;
+    this.#detach = undefined;
+    detach?.();
+  }
+}
+
+/** A registry histogram: accumulates the current interval and keeps the last snapshot. */
+export class HistogramMetric extends BucketedHistogram implements Histogram {
+  readonly kind = 'histogram';
+  #summary: HistogramSummary | undefined;
+
+  /** The summary of the last completed interval; undefined until the first snapshot. */
+  get summary(): HistogramSummary | undefined {
+    return this.#summary;
+  }
+
+  /** Ends the current interval, publishing its summary. */
+  snapshot(): void {
+    this.#summary = this.snapshotAndReset();
+  }
+}
+
+/** Any registered metric. */
+export type Metric = CounterMetric | GaugeMetric | HistogramMetric;
+
+/** Reads a gauge for export: undefined when its function throws or yields a non-finite number. */
+export function readGauge(g: Gauge): number | undefined {
+  try {
+    const v = g.value;
+    return Number.isFinite(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,114 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { ManualScheduler, MetricsRegistry, readGauge, type MetricsNode } from '../../src/service/stats/index.js';
+import { ProcessMetrics } from '../../src/telemetry/index.js';
+
+function gaugeValues(node: MetricsNode | undefined, prefix = 'process'): Map<string, number | undefined> {
+  const out = new Map<string, number | undefined>();
+  for (const child of node?.children.values() ?? []) {
+    const name = `${prefix}/${child.name}`;
+    if (child.metric?.kind === 'gauge') out.set(name, readGauge(child.metric));
+    for (const [k, v] of gaugeValues(child, name)) out.set(k, v);
+  }
+  return out;
+}
+
+/** Resolves once `cond` holds, polling on the event loop; fails after `ms`. */
+async function until(cond: () => boolean, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) assert.fail('condition not reached in time');
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+test('registers the documented process gauges with sane values', () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler });
+  const pm = new ProcessMetrics(registry.stats, { scheduler, sampleIntervalMs: 1000 });
+  pm.start();
+  pm.start();
+  const g = gaugeValues(registry.resolve(['process']));
+  assert.deepEqual([...g.keys()].sort(), [
+    'process/cpu/system_ms',
+    'process/cpu/user_ms',
+    'process/event_loop/delay_ms/max',
+    'process/event_loop/delay_ms/mean',
+    'process/event_loop/delay_ms/p50',
+    'process/event_loop/delay_ms/p99',
+    'process/event_loop/utilization',
+    'process/gc/count',
+    'process/gc/msec',
+    'process/handles',
+    'process/mem/array_buffers',
+    'process/mem/external',
+    'process/mem/heap/total',
+    'process/mem/heap/used',
+    'process/mem/rss',
+    'process/num_cpus',
+    'process/uptime',
+  ]);
+  assert.ok((g.get('process/mem/rss') ?? 0) > 1e6);
+  assert.ok((g.get('process/mem/heap/used') ?? 0) > 0);
+  assert.ok((g.get('process/mem/heap/total') ?? 0) >= (g.get('process/mem/heap/used') ?? 0));
+  assert.ok((g.get('process/num_cpus') ?? 0) >= 1);
+  assert.ok((g.get('process/uptime') ?? 0) > 0);
+  assert.ok((g.get('process/cpu/user_ms') ?? 0) > 0);
+  assert.ok((g.get('process/handles') ?? -1) >= 0);
+  pm.stop();
+  registry.close();
+});
+
+test('event-loop window and utilization update on each sample', () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler });
+  const pm = new ProcessMetrics(registry.stats, { scheduler, sampleIntervalMs: 1000 });
+  pm.start();
+  const busyUntil = performance.now() + 20;
+  while (performance.now() < busyUntil); // keep the loop busy so utilization is non-zero
+  scheduler.advance(1000);
+  const g = gaugeValues(registry.resolve(['process']));
+  const u = g.get('process/event_loop/utilization') ?? -1;
+  assert.ok(u > 0 && u <= 1, `utilization ${u}`);
+  for (const k of ['mean', 'p50', 'p99', 'max']) {
+    const v = g.get(`process/event_loop/delay_ms/${k}`);
+    assert.ok(v !== undefined && v >= 0, `${k} = ${v}`);
+  }
+  pm.stop();
+  registry.close();
+});
+
+test('garbage collections are counted and timed', async () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler });
+  const pm = new ProcessMetrics(registry.stats, { scheduler });
+  pm.start();
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  gc();
+  const read = (k: string): number => gaugeValues(registry.resolve(['process'])).get(`process/gc/${k}`) ?? 0;
+  // GC entries reach the observer asynchronously.
+  await until(() => read('count') > 0, 5000);
+  assert.ok(read('msec') > 0);
+  pm.stop();
+  registry.close();
+});
+
+test('stop() unregisters everything and releases its timer; start() again works', () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler, snapshotIntervalMs: 60_000 });
+  const pm = new ProcessMetrics(registry.stats, { scheduler });
+  pm.start();
+  assert.equal(scheduler.pending, 2);
+  pm.stop();
+  pm.stop();
+  assert.equal(registry.resolve(['process']), undefined);
+  assert.equal(scheduler.pending, 1, 'only the registry snapshot timer remains');
+  pm.start();
+  assert.ok(registry.resolve(['process', 'mem', 'rss']));
+  pm.stop();
+  registry.close();
+  assert.equal(scheduler.pending, 0);
+});
