@@ -1,0 +1,130 @@
+import { errorMessage } from '../../core/errors.js';
+import {
+  type Addr, type BoundName, type DelegationSource, Dtab, type Path, delegate, delegateTreeJson, readDtab, readPath,
+} from '../../naming/index.js';
+import { type AdminEndpoint, type AdminRequest, type AdminResponse, jsonResponse, textResponse } from '../handler.js';
+
+/** How long a delegation may wait for namers and addresses (Linkerd: 2 s, then 503). */
+export const DELEGATION_TIMEOUT_MS = 2000;
+
+/** A namespace (router label, or resolver namespace) that can explain its delegations. */
+export interface DelegationNamespace {
+  /** The delegation source, or undefined when its interpreter cannot show delegations. */
+  readonly source: DelegationSource | undefined;
+  /**
+   * The dtab a request's `dtab` parameter is combined with. The proxy's default interpreter
+   * expects the full dtab in the request (the UI sends base + edits), so it returns the empty
+   * dtab; the resolver returns the namespace's stored dtab, which the parameter is appended to.
+   */
+  readonly baseDtab: () => Dtab | Promise<Dtab>;
+}
+
+/**
+ * `/delegator.json`: explains how a path delegates. `GET ?namespace=&path=&dtab=` or a JSON
+ * `POST {"namespace","dtab","path"}`. Errors as Linkerd: 400 invalid dtab/path or malformed
+ * body, 415 for a non-JSON POST, 405 other methods, 501 for interpreters that cannot explain,
+ * 503 `Request timed out.` when namers do not answer within 2 s.
+ */
+export function delegatorEndpoint(
+  path: string,
+  namespaces: () => ReadonlyMap<string, DelegationNamespace>,
+  timeoutMs = DELEGATION_TIMEOUT_MS,
+): AdminEndpoint {
+  return {
+    path,
+    description: 'Explains how a path delegates through a dtab (query: namespace, path, dtab)',
+    method: ['GET', 'POST'],
+    handler: (req) => handleDelegation(req, namespaces(), timeoutMs),
+  };
+}
+
+interface DelegationRequest {
+  namespace: string | undefined;
+  dtab: string;
+  path: string;
+}
+
+function parseRequest(req: AdminRequest): DelegationRequest | AdminResponse {
+  if (req.method === 'POST') {
+    const type = String(req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+    if (type !== 'application/json') return textResponse('Expected Content-Type application/json', 415);
+    const text = req.body.toString('utf8');
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return textResponse(`Malformed delegation request: ${text}`, 400);
+    }
+    const b = body as Record<string, unknown> | null;
+    if (!b || typeof b !== 'object' || typeof b['path'] !== 'string' || (b['dtab'] !== undefined && typeof b['dtab'] !== 'string')
+      || (b['namespace'] !== undefined && typeof b['namespace'] !== 'string')) {
+      return textResponse(`Malformed delegation request: ${text}`, 400);
+    }
+    return { namespace: b['namespace'], dtab: b['dtab'] ?? '', path: b['path'] };
+  }
+  const path = req.query.get('path');
+  if (path === null) return textResponse('Malformed delegation request: the path parameter is required', 400);
+  return { namespace: req.query.get('namespace') ?? undefined, dtab: req.query.get('dtab') ?? '', path };
+}
+
+async function handleDelegation(
+  req: AdminRequest,
+  namespaces: ReadonlyMap<string, DelegationNamespace>,
+  timeoutMs: number,
+): Promise<AdminResponse> {
+  const parsed = parseRequest(req);
+  if ('contentType' in parsed) return parsed;
+  const nsName = parsed.namespace ?? (namespaces.size === 1 ? [...namespaces.keys()][0] : undefined);
+  const ns = nsName === undefined ? undefined : namespaces.get(nsName);
+  if (!ns) {
+    const known = [...namespaces.keys()].sort().join(', ');
+    return textResponse(`Unknown namespace: ${parsed.namespace ?? '(none given)'} (known: ${known})`, 404);
+  }
+  if (!ns.source) return textResponse(`Name Interpreter for ${nsName ?? ''} cannot show delegations`, 501);
+  let dtab: Dtab;
+  let path: Path;
+  try {
+    dtab = readDtab(parsed.dtab);
+  } catch (e) {
+    return textResponse(`Invalid dtab: ${errorMessage(e)}`, 400);
+  }
+  try {
+    path = readPath(parsed.path);
+  } catch (e) {
+    return textResponse(`Invalid path: ${errorMessage(e)}`, 400);
+  }
+  const signal = AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
+  try {
+    const base = await ns.baseDtab();
+    const tree = await delegate(ns.source, base.concat(dtab), path, signal);
+    const json = await delegateTreeJson(tree, { resolveAddr: (b) => firstAddr(b, signal) });
+    return jsonResponse(json);
+  } catch (e) {
+    if (signal.aborted) return textResponse('Request timed out.', 503);
+    return textResponse(errorMessage(e), 500);
+  }
+}
+
+/** The first non-pending address of a bound name (abandoned when `signal` aborts). */
+function firstAddr(b: BoundName, signal: AbortSignal): Promise<Addr> {
+  return new Promise<Addr>((resolve, reject) => {
+    let done = false;
+    const onAbort = (): void => {
+      if (done) return;
+      done = true;
+      sub.close();
+      reject(new Error('timed out'));
+    };
+    const sub = b.addr.observe((a) => {
+      if (done || a.kind === 'pending') return;
+      done = true;
+      signal.removeEventListener('abort', onAbort);
+      queueMicrotask(() => sub.close());
+      resolve(a);
+    });
+    if (!done) signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** For namespaces whose request dtab is the whole dtab (the proxy's routers). */
+export const emptyBaseDtab = (): Dtab => Dtab.empty;
