@@ -20,10 +20,6 @@ export interface RunningNamer extends Namer {
   close(): void;
 }
 
-export function isEnumerating(n: Namer): n is EnumeratingNamer {
-  return typeof (n as Partial<EnumeratingNamer>).boundNames === 'function';
-}
-
 /** Registers a namer kind (its schema and factory) with the config registry. */
 export function defineNamer<Cfg>(def: {
   kind: string;

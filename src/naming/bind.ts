@@ -1,4 +1,4 @@
-import { Activity, type State, Pending, failed, ok } from './activity.js';
+import { Activity, type State, Pending, ok } from './activity.js';
 import { type Addr, WEIGHT_META_KEY, addrBound } from './addr.js';
 import { MaxDepthExceededError } from './errors.js';
 import type { BoundName} from './name.js';
@@ -113,9 +113,4 @@ function bindUnion(
 function withWeight(name: BoundName, weight: number): BoundName {
   const addr = name.addr.map((a): Addr => (a.kind === 'bound' ? addrBound(a.addresses, { ...a.meta, [WEIGHT_META_KEY]: weight }) : a));
   return name.with({ addr });
-}
-
-/** A failed activity state, for namers and interpreters that reject a lookup. */
-export function failedLookup(e: unknown): Activity<NameTree<Name>> {
-  return new Activity(Var.value<State<NameTree<Name>>>(failed(e)));
 }

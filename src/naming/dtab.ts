@@ -1,5 +1,4 @@
-import type { Path} from './path.js';
-import { showElem } from './path.js';
+import { type Path, showElem } from './path.js';
 import { type NameTree, Neg, alt, mapTree, showTree, simplifyTree } from './name-tree.js';
 
 /** The `*` element of a dentry prefix: matches any one path element. */
@@ -130,26 +129,6 @@ export class Dtab {
     if (matches.length === 0) return Neg;
     if (matches.length === 1) return matches[0] as NameTree<Path>;
     return alt(...matches);
-  }
-
-  /** The remainder when this dtab starts with `prefix`'s dentries (by equivalence); else this. */
-  stripPrefix(prefix: Dtab): Dtab {
-    if (this === prefix) return Dtab.empty;
-    if (prefix.size > this.size) return this;
-    for (let i = 0; i < prefix.size; i++) {
-      if (!(this.dentries[i] as Dentry).equiv(prefix.dentries[i] as Dentry)) return this;
-    }
-    return new Dtab(this.dentries.slice(prefix.size));
-  }
-
-  /** Simplifies every destination and drops dentries that became `~`. */
-  simplified(): Dtab {
-    const out: Dentry[] = [];
-    for (const d of this.dentries) {
-      const dst = simplifyTree(d.dst);
-      if (dst.type !== 'neg') out.push(new Dentry(d.prefix, dst));
-    }
-    return new Dtab(out);
   }
 
   /** `/a=>/b;/c=>/d` (no spaces); the empty dtab shows as the empty string. */

@@ -1,6 +1,6 @@
-import { type Addr, AddrNeg, type Address, addrBound } from './addr.js';
+import type { Addr } from './addr.js';
 import { Path } from './path.js';
-import { Var } from './var.js';
+import type { Var } from './var.js';
 
 /**
  * A name bound to a destination (Finagle `Name.Bound`): `id` identifies the concrete destination
@@ -40,37 +40,3 @@ export class BoundName {
 
 /** A name in a tree being bound: an unbound path, or a bound destination. */
 export type Name = Path | BoundName;
-
-/** An always-empty bound name (Finagle `Name.empty`). */
-export const emptyBoundName = new BoundName('empty', Var.value(addrBound([])));
-
-/**
- * One bound name standing for a set of them (Finagle `Name.all`), used when resolving a whole
- * tree to one address set: endpoints are the union of all bound sets.
- */
-export function allOf(names: readonly BoundName[]): BoundName {
-  if (names.length === 0) return emptyBoundName;
-  if (names.length === 1) return names[0] as BoundName;
-  const addr = Var.collect(names.map((n) => n.addr)).map((addrs): Addr => {
-    const bound: Address[] = [];
-    let anyBound = false;
-    let allNeg = true;
-    let allFailed = true;
-    let firstFailure: Addr | undefined;
-    for (const a of addrs) {
-      if (a.kind === 'bound') {
-        anyBound = true;
-        bound.push(...a.addresses);
-      }
-      if (a.kind !== 'neg') allNeg = false;
-      if (a.kind !== 'failed') allFailed = false;
-      else firstFailure ??= a;
-    }
-    if (anyBound) return addrBound(bound);
-    if (allNeg) return AddrNeg;
-    if (allFailed && firstFailure) return firstFailure;
-    return { kind: 'pending' };
-  });
-  const id = names.map((n) => n.idStr).sort().join(',');
-  return new BoundName(`{${id}}`, addr);
-}
