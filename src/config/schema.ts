@@ -210,8 +210,10 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 function knownKinds(family: Family, discriminator: string): string {
   const kinds = kindsOf(family);
-  const noun = discriminator === 'protocol' ? 'protocols' : 'kinds';
-  return kinds.length === 0 ? `no ${family} ${noun} are registered` : `known ${noun}: ${kinds.join(', ')}`;
+  if (discriminator === 'protocol') {
+    return kinds.length === 0 ? 'no protocols are registered' : `known protocols: ${kinds.join(', ')}`;
+  }
+  return kinds.length === 0 ? `no ${family} kinds are registered` : `known kinds: ${kinds.join(', ')}`;
 }
 
 /**
