@@ -1,0 +1,23 @@
+/** Runtime policies: backoff streams, retry budgets, failure accrual. */
+export {
+  NO_BACKOFF,
+  backoffFromConfig,
+  constant,
+  exponentialJittered,
+  jittered,
+  type Backoff,
+  type BackoffStream,
+  type Random,
+} from './backoff.js';
+export { RETRY_BUDGET_DEFAULTS, RetryBudget, retryBudgetFromConfig, type RetryBudgetConfig, type RetryBudgetOptions } from './retry-budget.js';
+export {
+  MIN_REQUESTS_IN_WINDOW,
+  consecutiveFailures,
+  none,
+  successRate,
+  successRateWindowed,
+  type FailureAccrualPolicy,
+  type FailureAccrualPolicyFactory,
+} from './failure-accrual.js';
+export { FailureAccrualState, type AccrualStatus } from './accrual-state.js';
+export { WindowedAdder, type Clock } from './windowed-adder.js';
