@@ -102,7 +102,7 @@ function sameLookup(a: State<NameTree<Name>>, b: State<NameTree<Name>>): boolean
   if (x.type !== 'leaf' || y.type !== 'leaf') return true; // both Neg
   const bx = x.value as BoundName;
   const by = y.value as BoundName;
-  return bx.idKey === by.idKey && bx.residual.equals(by.residual) && bx.addr === by.addr;
+  return bx.idStr === by.idStr && bx.residual.equals(by.residual) && bx.addr === by.addr;
 }
 
 const PORT = /^[0-9]{1,5}$/;

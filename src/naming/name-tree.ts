@@ -1,4 +1,5 @@
 import { formatJavaFixed2 } from './java-format.js';
+import { BoundName } from './name.js';
 import { Path } from './path.js';
 
 /**
@@ -159,7 +160,7 @@ export function evalTree<T>(tree: NameTree<T>, keyOf: (t: T) => unknown = defaul
 
 function defaultKey(v: unknown): unknown {
   if (v instanceof Path) return v.show;
-  if (typeof v === 'object' && v !== null && 'idKey' in v) return (v).idKey;
+  if (v instanceof BoundName) return v.idStr;
   return v;
 }
 

@@ -6,7 +6,7 @@ import type { Var } from './var.js';
  * A name bound to a destination (Finagle `Name.Bound`): `id` identifies the concrete destination
  * (usually a path such as `/#/io.prx.fs/cat`), `residual` is the part of the looked-up path the
  * namer did not consume, and `addr` is its live address set. Two bound names are the same
- * destination exactly when their ids are equal; `idKey` is that identity as a string.
+ * destination exactly when their ids are equal; `idStr` is that identity as a string.
  */
 export class BoundName {
   readonly id: Path | string;
@@ -22,10 +22,6 @@ export class BoundName {
   /** The id as text: a path's show form, or the string id. */
   get idStr(): string {
     return this.id instanceof Path ? this.id.show : this.id;
-  }
-
-  get idKey(): string {
-    return this.idStr;
   }
 
   /** The same destination with another residual or address var. */
