@@ -1,17 +1,18 @@
 import { z } from 'zod';
 import { interpreterShape } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
-import { ConfiguredNamersInterpreter, type MountedNamer, type Namer } from '../naming/index.js';
+import { ConfiguredNamersInterpreter, type NameInterpreter } from '../naming/index.js';
+import type { InterpreterContext } from './context.js';
+import { buildTransformers, withTransformers } from './transformer.js';
+// Every interpreter kind accepts `transformers`; their kinds must be known before config is read.
+import './transformers/index.js';
 
-/** What building an interpreter needs from the process: its namers and the `/$/` namer. */
-export interface InterpreterContext {
-  readonly namers: readonly MountedNamer[];
-  readonly system: Namer;
-}
+export type { InterpreterContext } from './context.js';
 
 /**
  * `default`: binds through the router's dtab, the configured namers (`/#/<prefix>/…`) and the
- * built-in system namer (`/$/inet/…`, `/$/nil`, `/$/fail`).
+ * built-in system namer (`/$/inet/…`, `/$/nil`, `/$/fail`), then through the router's
+ * `transformers`, in order.
  */
 export const defaultInterpreterSchema = z.strictObject({ ...interpreterShape('default') });
 
@@ -19,6 +20,6 @@ registerKind({
   family: 'interpreter',
   kind: 'default',
   schema: defaultInterpreterSchema,
-  create: (_cfg: z.output<typeof defaultInterpreterSchema>, ctx: InterpreterContext) =>
-    new ConfiguredNamersInterpreter(ctx.namers, { system: ctx.system }),
+  create: (cfg: z.output<typeof defaultInterpreterSchema>, ctx: InterpreterContext): NameInterpreter =>
+    withTransformers(new ConfiguredNamersInterpreter(ctx.namers, { system: ctx.system }), buildTransformers(cfg.transformers, ctx)),
 });

@@ -13,3 +13,4 @@ export * from './system-namer.js';
 export * from './interpreter.js';
 export * from './delegate-tree.js';
 export * from './delegator.js';
+export * from './path-matcher.js';

@@ -1,4 +1,4 @@
-/** Runtime policies: backoff streams, retry budgets, failure accrual. */
+/** Runtime policies: backoff streams, retry budgets, failure accrual, per-name parameters. */
 export {
   NO_BACKOFF,
   backoffFromConfig,
@@ -21,3 +21,17 @@ export {
 } from './failure-accrual.js';
 export { FailureAccrualState, type AccrualStatus } from './accrual-state.js';
 export { WindowedAdder, type Clock } from './windowed-adder.js';
+export {
+  PolicyResolver,
+  resolvePolicyParams,
+  type PolicyConfig,
+  type ResolvedPolicyParams,
+} from './params.js';
+export {
+  accrualFromConfig,
+  consecutiveFailuresSchema,
+  noAccrualSchema,
+  successRateSchema,
+  successRateWindowedSchema,
+  type AccrualContext,
+} from './accrual-kinds.js';

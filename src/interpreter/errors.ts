@@ -1,0 +1,37 @@
+import { PrxError } from '../core/errors.js';
+
+/** A router lists a transformer kind nobody registered (config validation normally catches it). */
+export class UnknownTransformerError extends PrxError {
+  constructor(kind: string) {
+    super('PRX_ERR_TRANSFORMER_UNKNOWN', `unknown transformer kind '${kind}'`);
+  }
+}
+
+/** A transformer could not resolve the host whose addresses it keeps. */
+export class TransformerHostLookupError extends PrxError {
+  constructor(kind: string, host: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super('PRX_ERR_TRANSFORMER_HOST_LOOKUP', `${kind}: cannot resolve host '${host}': ${reason}`, { cause });
+  }
+}
+
+/** The dtab file of an `io.prx.fs` interpreter does not parse. */
+export class DtabFileError extends PrxError {
+  constructor(file: string, reason: string) {
+    super('PRX_ERR_INTERPRETER_DTAB_FILE', `dtab file ${file}: ${reason}`);
+  }
+}
+
+/** The resolver answered a watch with an error (a status other than 200, or an error line). */
+export class ResolverHttpError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_RESOLVER_HTTP', message);
+  }
+}
+
+/** The resolver's `dst` path does not bind to an address to connect to. */
+export class ResolverDstError extends PrxError {
+  constructor(dst: string, what: string) {
+    super('PRX_ERR_RESOLVER_DST', `resolver dst ${dst} ${what}`);
+  }
+}

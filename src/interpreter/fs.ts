@@ -1,0 +1,75 @@
+import { statSync } from 'node:fs';
+import { z } from 'zod';
+import { addIssue, filePath, interpreterShape } from '../config/index.js';
+import { registerKind } from '../config/registry.js';
+import {
+  type Activity, type BoundName, ConfiguredNamersInterpreter, type DelegationSource, type Dtab, type MountedNamer, type Name,
+  type NameInterpreter, type NameTree, type Namer, type Path,
+} from '../naming/index.js';
+import type { Logger } from '../core/log.js';
+import type { InterpreterContext, StatefulInterpreter } from './context.js';
+import { type DtabFileStatus, WatchedDtabFile } from './dtab-file.js';
+import { buildTransformers, withTransformers } from './transformer.js';
+import './transformers/index.js';
+
+/**
+ * `io.prx.fs`: the default interpreter with a dtab read from `dtabFile` and watched, so edits
+ * apply live (see `WatchedDtabFile` for malformed edits and a deleted file). As in Linkerd's
+ * `ConfiguredDtabNamer`, a name binds through the file's dtab followed by the dtab the router
+ * passes (its own `dtab` plus the request's local dtab), so router and request dentries win.
+ *
+ * ```yaml
+ * interpreter:
+ *   kind: io.prx.fs
+ *   dtabFile: /etc/prx/dtab
+ * ```
+ */
+export const fsInterpreterSchema = z.strictObject({
+  ...interpreterShape('io.prx.fs'),
+  dtabFile: filePath.superRefine((file, ctx) => {
+    let isFile = false;
+    try {
+      isFile = statSync(file).isFile();
+    } catch {
+      // Reported below: a missing file and an unreadable path read the same to an operator.
+    }
+    if (!isFile) addIssue(ctx, [], 'file does not exist', { value: file });
+  }),
+});
+export type FsInterpreterConfig = z.output<typeof fsInterpreterSchema>;
+
+export class FsDtabInterpreter implements StatefulInterpreter, DelegationSource {
+  readonly dtabFile: WatchedDtabFile;
+  readonly #namers: ConfiguredNamersInterpreter;
+
+  constructor(dtabFile: string, namers: readonly MountedNamer[], system: Namer, log?: Logger) {
+    this.dtabFile = new WatchedDtabFile(dtabFile, log);
+    this.#namers = new ConfiguredNamersInterpreter(namers, { system });
+  }
+
+  /** The file's dtab, live. */
+  get dtab(): Activity<Dtab> {
+    return this.dtabFile.dtab;
+  }
+
+  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
+    return this.dtabFile.dtab.flatMap((fileDtab) => this.#namers.bind(fileDtab.concat(dtab), path));
+  }
+
+  /** For delegation explanations: the namers, after the (file + request) dtab. */
+  namerLookup(path: Path): Activity<NameTree<Name>> {
+    return this.#namers.namerLookup(path);
+  }
+
+  state(): DtabFileStatus {
+    return this.dtabFile.status();
+  }
+}
+
+registerKind({
+  family: 'interpreter',
+  kind: 'io.prx.fs',
+  schema: fsInterpreterSchema,
+  create: (cfg: FsInterpreterConfig, ctx: InterpreterContext): NameInterpreter =>
+    withTransformers(new FsDtabInterpreter(cfg.dtabFile, ctx.namers, ctx.system, ctx.log), buildTransformers(cfg.transformers, ctx)),
+});

@@ -1,0 +1,12 @@
+// The interpreter layer's public surface. Importing it registers every built-in interpreter and
+// transformer kind.
+export * from './context.js';
+export * from './errors.js';
+export * from './transformer.js';
+export * from './transformers/index.js';
+export * from './default.js';
+export * from './dtab-file.js';
+export * from './fs.js';
+export * from './resolver-http.js';
+export { ControllerWatch, type ControllerEndpoint, type ControllerTls, type WatchStatus } from './resolver-http-watch.js';
+export { JsonStreamSplitter, parseAddr, parseBoundTree, ENDPOINT_WEIGHT_META_KEY, type StreamItem } from './resolver-http-json.js';

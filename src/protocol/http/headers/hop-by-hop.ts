@@ -1,0 +1,58 @@
+import { CONNECTION, UPGRADE } from './names.js';
+import type { HeaderMap } from './types.js';
+
+/**
+ * Headers meaningful for one connection only (RFC 7230 §6.1 and RFC 2616 §13.5.1), which a proxy
+ * must not forward. `connection` itself is handled apart, since it also names further headers.
+ */
+export const HOP_BY_HOP_HEADERS: readonly string[] = Object.freeze([
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  UPGRADE,
+]);
+
+/** Options of {@link stripHopByHopHeaders}. */
+export interface StripHopByHopOptions {
+  /**
+   * Keep `Upgrade` and `Connection` (an upgrade request such as a WebSocket handshake is forwarded
+   * as one). Other headers named in `Connection` are still removed.
+   */
+  readonly keepUpgrade?: boolean;
+}
+
+/**
+ * Removes the hop-by-hop headers and every header named in `Connection` (comma-separated,
+ * case-insensitive), in place, as Linkerd's StripHopByHopHeadersFilter does for requests and
+ * responses alike.
+ */
+export function stripHopByHopHeaders(headers: HeaderMap, opts?: StripHopByHopOptions): void {
+  const keepUpgrade = opts?.keepUpgrade === true;
+  const connection = headers[CONNECTION];
+  if (connection !== undefined) {
+    if (typeof connection === 'string') removeListed(headers, connection, keepUpgrade);
+    else for (const value of connection) removeListed(headers, value, keepUpgrade);
+    if (!keepUpgrade) delete headers[CONNECTION];
+  }
+  for (const name of HOP_BY_HOP_HEADERS) {
+    if (keepUpgrade && name === UPGRADE) continue;
+    if (headers[name] !== undefined) delete headers[name];
+  }
+}
+
+/** Removes the headers a `Connection` value lists (`close` and `keep-alive` simply match nothing). */
+function removeListed(headers: HeaderMap, value: string, keepUpgrade: boolean): void {
+  let start = 0;
+  while (start <= value.length) {
+    let end = value.indexOf(',', start);
+    if (end < 0) end = value.length;
+    const name = value.slice(start, end).trim().toLowerCase();
+    if (name !== '' && !(keepUpgrade && (name === UPGRADE || name === CONNECTION)) && headers[name] !== undefined) {
+      delete headers[name];
+    }
+    start = end + 1;
+  }
+}

@@ -1,0 +1,63 @@
+import type { z } from 'zod';
+import { type KindDef, registerKind } from '../../../config/index.js';
+import type { Path } from '../../../naming/index.js';
+
+/** Request headers by lower-case name (node's IncomingHttpHeaders shape). */
+export type HeaderMap = Record<string, string | string[] | undefined>;
+
+/** What an identifier may look at: the request head. */
+export interface IdentifyRequest {
+  readonly method: string;
+  /** The request-target as received (origin form, `/path?query`). */
+  readonly url: string;
+  /** `1.0`, `1.1`, … (node's `httpVersion`). */
+  readonly httpVersion: string;
+  readonly headers: HeaderMap;
+}
+
+export type Identification =
+  | {
+      readonly kind: 'identified';
+      readonly dst: Path;
+      /** rewritten request-target to forward (io.prx.path consume) */
+      readonly url?: string;
+    }
+  | { readonly kind: 'unidentified'; readonly reason: string };
+
+/** Turns a request into a logical name (`dst`), or says why it cannot. Synchronous and pure. */
+export interface HttpIdentifier {
+  identify(req: IdentifyRequest): Identification;
+}
+
+/** What building an identifier needs from its router. */
+export interface IdentifierContext {
+  /** The router's `dstPrefix` (`/svc` by default); names start with it. */
+  readonly dstPrefix: Path;
+  readonly routerLabel: string;
+}
+
+/** Registers an identifier kind (its schema, with defaults, and its factory) in family `identifier`. */
+export function defineIdentifier<Cfg>(def: {
+  readonly kind: string;
+  readonly schema: z.ZodType<Cfg>;
+  readonly create: (cfg: Cfg, ctx: IdentifierContext) => HttpIdentifier;
+}): KindDef<Cfg, IdentifierContext, HttpIdentifier> {
+  return registerKind<Cfg, IdentifierContext, HttpIdentifier>({ family: 'identifier', ...def });
+}
+
+/** An unidentified result (frozen, so identifiers can return one shared instance per reason). */
+export function unidentified(reason: string): Identification {
+  return Object.freeze({ kind: 'unidentified', reason });
+}
+
+/** The first value of a header (Finagle's `headerMap.get`), or undefined when absent. */
+export function firstHeader(headers: HeaderMap, lowerName: string): string | undefined {
+  const v = headers[lowerName];
+  return typeof v === 'string' ? v : v?.[0];
+}
+
+/** The path part of a request-target: everything before `?` (not percent-decoded, as in Linkerd). */
+export function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}

@@ -1,0 +1,287 @@
+import type { Logger } from 'pino';
+import { PrxError } from '../../core/errors.js';
+import { addressKey, type Addr, type BoundName, type Closable } from '../../naming/index.js';
+import type { Balancer, BalancerFactory } from '../../service/balancer/types.js';
+import { RetryBudget } from '../../service/policy/index.js';
+import { clientServiceStats, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
+import type { UpstreamExchange } from '../../protocol/http/upstream.js';
+import { NoBrokersAvailableError } from '../binding.js';
+import { Endpoint, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
+
+/** Connection to an endpoint failed before any response (refused, reset, unreachable, timed out). */
+export class ConnectionFailedError extends PrxError {
+  readonly address: string;
+  readonly clientId: string;
+  readonly addresses: readonly string[];
+  constructor(address: string, clientId: string, addresses: readonly string[], cause: Error) {
+    super('PRX_ERR_CONNECTION_FAILED', `Unable to establish connection to ${address}.`, { cause });
+    this.address = address;
+    this.clientId = clientId;
+    this.addresses = addresses;
+  }
+}
+
+/** An endpoint's pool is full (connections and waiters): try another endpoint. */
+export class TooManyWaitersError extends PrxError {
+  constructor(address: string) {
+    super('PRX_ERR_TOO_MANY_WAITERS', `too many requests waiting for a connection to ${address}`);
+  }
+}
+
+// Error codes of failures that happen before the request reached the application: safe to
+// send again to another endpoint when the body can be replayed (Finagle requeues these).
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+  'PRX_ERR_TOO_MANY_WAITERS',
+]);
+
+export function isConnectFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONNECT_FAILURES.has(code);
+}
+
+/** Finagle's cap on requeues of one request. */
+const MAX_REQUEUES = 25;
+const FAIL_FAST_MIN_MS = 1000;
+const FAIL_FAST_MAX_MS = 32_000;
+
+/** The client parameters an {@link HttpClient} needs, resolved for its id. */
+export interface HttpClientParams {
+  readonly endpoint: EndpointOptions;
+  readonly balancer: BalancerFactory;
+  readonly failFast: boolean;
+  readonly requeueBudget: { readonly minRetriesPerSec: number; readonly percentCanRetry: number; readonly ttlSecs: number };
+}
+
+/** One attempt's outcome: the exchange (its head resolved) and the endpoint that served it. */
+export interface Attempt {
+  readonly exchange: UpstreamExchange;
+  readonly endpoint: Endpoint;
+  readonly started: number;
+}
+
+interface ClientCounters {
+  readonly requests: Counter;
+  readonly success: Counter;
+  readonly failures: Counter;
+  readonly latency: Histogram;
+}
+
+/**
+ * The client of one concrete destination (a bound id such as `/#/io.prx.fs/cat`): a load
+ * balancer over the live endpoints of its address set, with connection-level requeues under a
+ * budget, failure accrual per endpoint and Finagle's client stats (`rt/<router>/client/<id>/…`).
+ */
+export class HttpClient implements Closable {
+  readonly id: string;
+  readonly #endpoints = new Map<string, Endpoint>();
+  readonly #balancer: Balancer<Endpoint>;
+  readonly #params: HttpClientParams;
+  readonly #requeueBudget: RetryBudget;
+  readonly #stats: StatsReceiver;
+  readonly #log: Logger;
+  readonly #observation: Closable;
+  readonly #counters: ClientCounters;
+  readonly #requeues: Counter;
+  readonly #requeueExhausted: Counter;
+  readonly #removals: Counter;
+  readonly #revivals: Counter;
+  readonly #statusCounters = new Map<number, Counter>();
+  readonly #perService = new Map<string, ClientCounters>();
+  #addr: Addr = { kind: 'pending' };
+
+  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger) {
+    this.id = name.idStr;
+    this.#params = params;
+    this.#stats = stats;
+    this.#log = log;
+    this.#balancer = params.balancer<Endpoint>();
+    this.#requeueBudget = new RetryBudget(params.requeueBudget);
+    this.#counters = counters(stats);
+    this.#requeues = stats.counter('retries', 'requeues');
+    this.#requeueExhausted = stats.counter('retries', 'budget_exhausted');
+    this.#removals = stats.counter('failure_accrual', 'removals');
+    this.#revivals = stats.counter('failure_accrual', 'revivals');
+    stats.gauge(['retries', 'budget'], () => this.#requeueBudget.balance);
+    stats.gauge(['loadbalancer', 'size'], () => this.#balancer.size);
+    stats.gauge(['loadbalancer', 'available'], () => this.#balancer.available);
+    stats.gauge(['connections'], () => {
+      let n = 0;
+      for (const e of this.#endpoints.values()) n += e.connections;
+      return n;
+    });
+    stats.gauge(['pending'], () => {
+      let n = 0;
+      for (const e of this.#endpoints.values()) n += e.load;
+      return n;
+    });
+    stats.gauge(['failure_accrual', 'removed_for_ms'], () => {
+      let n = 0;
+      for (const e of this.#endpoints.values()) if (!e.accrual.isAvailable) n += e.accrual.lastRemovedForMs;
+      return n;
+    });
+    this.#observation = name.addr.observe((addr) => this.#update(addr));
+  }
+
+  get addr(): Addr {
+    return this.#addr;
+  }
+
+  /** The endpoint addresses currently balanced over (`ip:port`). */
+  get addresses(): string[] {
+    return [...this.#endpoints.keys()];
+  }
+
+  /**
+   * Sends `req` to an endpoint picked by the balancer, requeueing connection failures on other
+   * endpoints while `replayable()` and the requeue budget allow. Resolves once a response head
+   * arrives.
+   */
+  async send(req: OutboundRequest, replayable: () => boolean, handle: AttemptHandle): Promise<Attempt> {
+    this.#requeueBudget.deposit();
+    for (let requeues = 0; ; requeues++) {
+      if (handle.cancelled !== undefined) throw handle.cancelled;
+      const endpoint = this.#balancer.pick();
+      if (endpoint === undefined) throw new NoBrokersAvailableError(this.id, `No hosts are available for client ${this.id}`);
+      endpoint.accrual.tryAcquire();
+      const started = performance.now();
+      let exchange: UpstreamExchange | undefined;
+      try {
+        if (endpoint.saturated) throw new TooManyWaitersError(endpoint.key);
+        exchange = endpoint.dispatch(req);
+        handle.exchange = exchange;
+        await exchange.head;
+        return { exchange, endpoint, started };
+      } catch (err) {
+        const e = err instanceof Error ? err : new Error(String(err));
+        const connectFailure =
+          handle.cancelled === undefined && isConnectFailure(e) && (exchange === undefined || !exchange.responded);
+        this.#counters.requests.incr();
+        this.#counters.failures.incr();
+        this.recordOutcome(endpoint, false, performance.now() - started);
+        if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
+        if (!connectFailure) throw e;
+        if (requeues >= MAX_REQUEUES || !replayable()) throw this.#connectionFailed(endpoint, e);
+        if (!this.#requeueBudget.tryWithdraw()) {
+          this.#requeueExhausted.incr();
+          throw this.#connectionFailed(endpoint, e);
+        }
+        this.#requeues.incr();
+        this.#log.debug({ client: this.id, endpoint: endpoint.key, err: e.message }, 'requeueing after connection failure');
+      }
+    }
+  }
+
+  /**
+   * Records a classified response: client stats, the per-service breakdown, the status code,
+   * failure accrual and the balancer's latency view.
+   */
+  record(attempt: Attempt, service: string, success: boolean): void {
+    const latency = performance.now() - attempt.started;
+    const c = this.#counters;
+    c.requests.incr();
+    (success ? c.success : c.failures).incr();
+    c.latency.add(latency);
+    const s = this.#serviceCounters(service);
+    s.requests.incr();
+    (success ? s.success : s.failures).incr();
+    s.latency.add(latency);
+    const status = attempt.exchange.status;
+    this.#status(status).incr();
+    this.#status(Math.floor(status / 100)).incr();
+    this.recordOutcome(attempt.endpoint, success, latency);
+  }
+
+  /** Feeds failure accrual and the balancer; counts removals and revivals. */
+  recordOutcome(endpoint: Endpoint, success: boolean, latencyMs: number): void {
+    const a = endpoint.accrual;
+    const removals = a.removals;
+    const revivals = a.revivals;
+    if (success) {
+      a.recordSuccess();
+      endpoint.clearFailFast();
+    } else {
+      a.recordFailure();
+    }
+    if (a.removals !== removals) this.#removals.incr();
+    if (a.revivals !== revivals) this.#revivals.incr();
+    this.#balancer.observe(endpoint, latencyMs, !success);
+  }
+
+  close(): void {
+    this.#observation.close();
+    for (const e of this.#endpoints.values()) void e.close();
+    this.#endpoints.clear();
+    this.#balancer.update([]);
+  }
+
+  /** Closes every connection now (forced shutdown). */
+  destroy(): Promise<void> {
+    this.#observation.close();
+    return Promise.all([...this.#endpoints.values()].map((e) => e.destroy())).then(() => undefined);
+  }
+
+  #connectionFailed(endpoint: Endpoint, cause: Error): ConnectionFailedError {
+    return new ConnectionFailedError(endpoint.key, this.id, this.addresses, cause);
+  }
+
+  #update(addr: Addr): void {
+    this.#addr = addr;
+    // Pending and failed keep the last endpoints: routing on the last good state beats failing.
+    if (addr.kind === 'pending' || addr.kind === 'failed') {
+      if (addr.kind === 'failed') this.#log.warn({ client: this.id, err: addr.error.message }, 'address resolution failed; keeping last endpoints');
+      return;
+    }
+    const next = new Map<string, Endpoint>();
+    if (addr.kind === 'bound') {
+      for (const a of addr.addresses) {
+        const key = addressKey(a);
+        const old = this.#endpoints.get(key);
+        next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint));
+      }
+    }
+    for (const [key, e] of this.#endpoints) if (next.get(key) !== e) void e.close();
+    this.#endpoints.clear();
+    for (const [k, e] of next) this.#endpoints.set(k, e);
+    this.#balancer.update([...next.values()]);
+  }
+
+  #status(code: number): Counter {
+    let c = this.#statusCounters.get(code);
+    if (c === undefined) {
+      // Codes below 10 stand for their class: 5 → `status/5XX`.
+      c = this.#stats.counter('status', code < 10 ? `${code}XX` : String(code));
+      this.#statusCounters.set(code, c);
+    }
+    return c;
+  }
+
+  #serviceCounters(service: string): ClientCounters {
+    let c = this.#perService.get(service);
+    if (c === undefined) {
+      c = counters(clientServiceStats(this.#stats, service));
+      this.#perService.set(service, c);
+    }
+    return c;
+  }
+}
+
+function counters(stats: StatsReceiver): ClientCounters {
+  return {
+    requests: stats.counter('requests'),
+    success: stats.counter('success'),
+    failures: stats.counter('failures'),
+    latency: stats.stat('request_latency_ms'),
+  };
+}

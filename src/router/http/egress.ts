@@ -1,0 +1,144 @@
+import { Dtab } from '../../naming/index.js';
+import { renderError, clearResponseContext } from '../../protocol/http/headers/error-response.js';
+import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
+import {
+  DynBoundTimeoutError,
+  ProxyError,
+  RichConnectionFailedError,
+  RichNoBrokersAvailableError,
+  UpstreamFailureError,
+} from '../../protocol/http/headers/proxy-errors.js';
+import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
+import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
+import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
+import { ConnectionFailedError } from './client.js';
+import type { RequestContext } from './ingress.js';
+import type { Served } from './path-service.js';
+import { compressorFor } from './compression.js';
+
+/** Turns a failure anywhere in the request path into the error response Linkerd would send. */
+export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
+  if (err instanceof ProxyError || err instanceof ProxyErrorResponse) return err;
+  const service = ctx.dst?.show ?? 'unknown';
+  const router = ctx.handler.router;
+  if (err instanceof NoBrokersAvailableError) {
+    return new RichNoBrokersAvailableError({ service, baseDtab: router.baseDtab, overrideDtab: ctx.localDtab ?? Dtab.empty });
+  }
+  if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  if (err instanceof ConnectionFailedError) {
+    return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
+  }
+  if (err instanceof BindingFailedError) return new UpstreamFailureError(err);
+  return new UpstreamFailureError(err);
+}
+
+/** Writes a proxy-generated error response (or cuts the connection when the head is already out). */
+export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
+  const rendered = renderError(err instanceof ProxyError || err instanceof ProxyErrorResponse ? err : renderProxyError(ctx, err), {
+    maxHeadersKB: ctx.handler.router.cfg.maxHeadersKB,
+    clearContext: ctx.handler.cfg.clearContext,
+  });
+  const log = ctx.handler.router.log;
+  if (rendered.status >= 500) log.debug({ err: err instanceof Error ? err.message : String(err), dst: ctx.dst?.show }, 'request failed');
+  const res = ctx.res;
+  ctx.status = rendered.status;
+  if (res === undefined) {
+    // Upgrade request: answer on the raw socket.
+    const socket = ctx.socket;
+    if (socket !== undefined && socket.writable) {
+      let head = `HTTP/1.1 ${rendered.status} ${statusText(rendered.status)}\r\nconnection: close\r\n`;
+      for (const [k, v] of Object.entries(rendered.headers)) head += `${k}: ${v}\r\n`;
+      socket.end(Buffer.concat([Buffer.from(head + '\r\n'), rendered.body]));
+    }
+    ctx.finish(rendered.status, false);
+    return;
+  }
+  if (res.headersSent) {
+    res.destroy(err instanceof Error ? err : undefined);
+    return;
+  }
+  drainRequest(ctx);
+  res.writeHead(rendered.status, rendered.headers);
+  res.end(rendered.body);
+}
+
+/** Writes the upstream response head and streams its body to the client. */
+export function writeUpstreamHead(ctx: RequestContext, served: Served, success: boolean): void {
+  const ex = served.attempt.exchange;
+  const headers = ex.headers;
+  if (ex.socket !== undefined) {
+    tunnel(ctx, served);
+    return;
+  }
+  const res = ctx.res;
+  if (res === undefined) return;
+  const upgrade = ex.status === 101;
+  stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
+  appendVia(headers, viaEntry(ctx.req.httpVersion));
+  let dropBody = false;
+  if (ctx.handler.cfg.clearContext) dropBody = clearResponseContext(headers);
+  ctx.status = ex.status;
+  if (dropBody) {
+    ex.discard();
+    res.writeHead(ex.status, headers as Record<string, string | string[]>);
+    res.end();
+    ctx.finish(ex.status, success);
+    return;
+  }
+  const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
+  res.writeHead(ex.status, headers as Record<string, string | string[]>);
+  res.once('finish', () => ctx.finish(ex.status, success));
+  if (compressor === undefined) {
+    ex.forward(res);
+  } else {
+    compressor.pipe(res);
+    ex.forward(compressor);
+  }
+}
+
+/** A 101 from upstream: splice the two sockets together for the life of the connection. */
+function tunnel(ctx: RequestContext, served: Served): void {
+  const up = served.attempt.exchange.socket;
+  const down = ctx.socket;
+  const ex = served.attempt.exchange;
+  if (up === undefined || down === undefined) return;
+  ctx.status = ex.status;
+  let head = `HTTP/1.1 ${ex.status} ${statusText(ex.status)}\r\n`;
+  for (const [k, v] of Object.entries(ex.headers)) {
+    if (v === undefined) continue;
+    for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${one}\r\n`;
+  }
+  down.write(head + '\r\n');
+  if (ctx.upgradeHead !== undefined && ctx.upgradeHead.length > 0) up.write(ctx.upgradeHead);
+  up.pipe(down);
+  down.pipe(up);
+  const close = (): void => {
+    up.destroy();
+    down.destroy();
+  };
+  up.once('error', close);
+  down.once('error', close);
+  up.once('close', close);
+  down.once('close', close);
+}
+
+/** Consumes an unread request body so the connection can be reused after an early error. */
+function drainRequest(ctx: RequestContext): void {
+  const req = ctx.req;
+  if (!req.complete && !req.readableDidRead) req.resume();
+}
+
+function statusText(status: number): string {
+  switch (status) {
+    case 101:
+      return 'Switching Protocols';
+    case 400:
+      return 'Bad Request';
+    case 502:
+      return 'Bad Gateway';
+    case 503:
+      return 'Service Unavailable';
+    default:
+      return 'Error';
+  }
+}

@@ -1,0 +1,224 @@
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { Dtab, Path } from '../../naming/index.js';
+import { serverStats, type Counter, type Histogram, type SettableGauge, type StatsReceiver } from '../../service/stats/index.js';
+import type { HttpRouter } from './router.js';
+import type { HttpServerConfig } from './schema.js';
+import { AttemptHandle, type OutboundRequest } from './endpoint.js';
+import { RequestContext, type IngressResult } from './ingress.js';
+import { renderProxyError, writeErrorResponse, writeUpstreamHead } from './egress.js';
+import type { PathService } from './path-service.js';
+import type { Lease } from '../cache.js';
+import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
+
+/** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
+export const RETRY_BUFFER_BYTES = 8 * 1024;
+
+interface ServerCounters {
+  readonly requests: Counter;
+  readonly success: Counter;
+  readonly failures: Counter;
+  readonly latency: Histogram;
+  readonly pending: SettableGauge;
+  readonly connections: SettableGauge;
+  readonly statuses: Map<number, Counter>;
+  readonly scope: StatsReceiver;
+}
+
+/**
+ * The inbound side of one server of an http router: limits, context headers, identification,
+ * routing through the path cache, and streaming the response back. Allocation per request is
+ * kept to the request context, the outbound request and the exchange.
+ */
+export class HttpServerHandler {
+  readonly router: HttpRouter;
+  readonly cfg: HttpServerConfig;
+  readonly serverOptions: ServerOptions;
+  #c: ServerCounters | undefined;
+  #inflight = 0;
+  #drainWaiters: (() => void)[] = [];
+  localIp = '';
+  localPort = 0;
+  /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
+  readonly forwarded: ((ctx: RequestContext) => void) | undefined;
+  readonly #forwardedHeader: ForwardedHeader | undefined;
+  readonly #forwardedBySocket = new WeakMap<object, ForwardedConnection>();
+
+  constructor(router: HttpRouter, cfg: HttpServerConfig) {
+    this.router = router;
+    this.cfg = cfg;
+    const rc = router.cfg;
+    this.serverOptions = {
+      // Node's limit covers the request line plus headers; each part is checked on its own below.
+      maxHeaderSize: (rc.maxHeadersKB + rc.maxInitialLineKB) * 1024,
+      requestTimeout: 0,
+      headersTimeout: 60_000,
+      keepAliveTimeout: 65_000,
+      highWaterMark: Math.max(16 * 1024, rc.maxChunkKB * 1024),
+    };
+    const fwd = cfg.addForwardedHeader;
+    this.#forwardedHeader = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
+    this.forwarded = fwd === undefined ? undefined : (ctx) => this.#addForwarded(ctx);
+  }
+
+  #addForwarded(ctx: RequestContext): void {
+    const socket = ctx.req.socket;
+    let conn = this.#forwardedBySocket.get(socket);
+    if (conn === undefined) {
+      conn = (this.#forwardedHeader as ForwardedHeader).forConnection(
+        { address: socket.localAddress, port: socket.localPort },
+        { address: socket.remoteAddress, port: socket.remotePort },
+      );
+      this.#forwardedBySocket.set(socket, conn);
+    }
+    conn.add(ctx.req.headers, ctx.req.url ?? '/');
+  }
+
+  attach(server: Server, sockets: Set<Socket>): void {
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      this.onRequest(req, res);
+    });
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      this.onUpgrade(req, socket, head);
+    });
+    server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+      this.onClientError(err, socket);
+    });
+    server.on(this.cfg.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => {
+      sockets.add(socket);
+      this.#c?.connections.add(1);
+      socket.once('close', () => {
+        sockets.delete(socket);
+        this.#c?.connections.add(-1);
+      });
+    });
+  }
+
+  /** Called once the server listens: its stats scope names the real address. */
+  bound(ip: string, port: number): void {
+    this.localIp = ip;
+    this.localPort = port;
+    const scope = serverStats(this.router.stats, ip, port);
+    this.#c = {
+      requests: scope.counter('requests'),
+      success: scope.counter('success'),
+      failures: scope.counter('failures'),
+      latency: scope.stat('request_latency_ms'),
+      pending: scope.settableGauge('pending'),
+      connections: scope.settableGauge('connections'),
+      statuses: new Map(),
+      scope,
+    };
+    scope.gauge(['load'], () => this.#inflight);
+  }
+
+  /** Resolves when no request is in flight. */
+  drained(): Promise<void> {
+    if (this.#inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+  }
+
+  onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const ctx = new RequestContext(this, req, res);
+    this.#begin(ctx);
+    void this.#serve(ctx);
+  }
+
+  onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const ctx = RequestContext.forUpgrade(this, req, socket, head);
+    this.#begin(ctx);
+    void this.#serve(ctx);
+  }
+
+  #begin(ctx: RequestContext): void {
+    this.#inflight++;
+    const c = this.#c;
+    if (c !== undefined) {
+      c.requests.incr();
+      c.pending.add(1);
+    }
+    ctx.onDone = (status, success) => this.#end(ctx, status, success);
+  }
+
+  #end(ctx: RequestContext, status: number, success: boolean): void {
+    this.#inflight--;
+    const c = this.#c;
+    if (c !== undefined) {
+      c.pending.add(-1);
+      (success ? c.success : c.failures).incr();
+      c.latency.add(performance.now() - ctx.started);
+      if (status > 0) {
+        this.#status(status).incr();
+        this.#status(Math.floor(status / 100)).incr();
+      }
+    }
+    this.router.accessLog?.log(ctx.accessLogEntry(status));
+    if (this.#inflight === 0 && this.#drainWaiters.length > 0) {
+      const ws = this.#drainWaiters;
+      this.#drainWaiters = [];
+      for (const w of ws) w();
+    }
+  }
+
+  #status(code: number): Counter {
+    const c = this.#c as ServerCounters;
+    let counter = c.statuses.get(code);
+    if (counter === undefined) {
+      counter = c.scope.counter('status', code < 10 ? `${code}XX` : String(code));
+      c.statuses.set(code, counter);
+    }
+    return counter;
+  }
+
+  async #serve(ctx: RequestContext): Promise<void> {
+    let lease: Lease<PathService> | undefined;
+    try {
+      const maxConcurrent = this.cfg.maxConcurrentRequests;
+      const ingress: IngressResult = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency(maxConcurrent) : await ctx.ingress();
+      if (ingress.kind === 'answered') return;
+      lease = this.router.pathService(ingress.dst, ingress.localDtab);
+      const svc = lease.value;
+      ctx.service = svc;
+      const out: OutboundRequest = ctx.out;
+      const handle = new AttemptHandle();
+      ctx.handle = handle;
+      const served = await svc.serve(out, handle, ctx.bindDeadline, ctx.chunked, ctx.replayable, ctx.started);
+      ctx.served = served;
+      const ok = served.responseClass === 'success';
+      svc.record(ok, performance.now() - ctx.started);
+      writeUpstreamHead(ctx, served, ok);
+    } catch (err) {
+      ctx.service?.record(false, performance.now() - ctx.started);
+      const e = renderProxyError(ctx, err);
+      writeErrorResponse(ctx, e);
+    } finally {
+      lease?.release();
+    }
+  }
+
+  onClientError(err: Error & { code?: string }, socket: Duplex): void {
+    if (!socket.writable || (err.code !== undefined && err.code === 'ECONNRESET')) {
+      socket.destroy();
+      return;
+    }
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'HPE_URI_TOO_LONG' ? 414 : 400;
+    const message = status === 431 ? 'request headers too large' : status === 414 ? 'request line too long' : `malformed request: ${err.message}`;
+    const body = Buffer.from(message);
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 414 ? 'URI Too Long' : 'Bad Request'}\r\n` +
+        `prx-err: ${encodeURIComponent(message).replace(/%20/g, '+')}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${message}`,
+    );
+  }
+}
+
+/** A TLS socket's peer certificate, when the server asked for one. */
+export function peerCertificate(req: IncomingMessage): ReturnType<TLSSocket['getPeerCertificate']> | undefined {
+  const s = req.socket as Partial<TLSSocket>;
+  if (typeof s.getPeerCertificate !== 'function') return undefined;
+  const cert = s.getPeerCertificate(false);
+  return cert !== null && Object.keys(cert).length > 0 ? cert : undefined;
+}
+
+export { Dtab, Path };

@@ -1,0 +1,237 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { AccessLogEntry } from '../../protocol/http/access-log.js';
+import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
+import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
+import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError } from '../../protocol/http/headers/proxy-errors.js';
+import { appendViaToRequest, checkCallDepth, viaEntry } from '../../protocol/http/headers/via.js';
+import type { Dtab, Path } from '../../naming/index.js';
+import type { TraceId } from '../../service/tracing.js';
+import type { OutboundRequest, AttemptHandle } from './endpoint.js';
+import type { HttpServerHandler } from './handler.js';
+import type { PathService, Served } from './path-service.js';
+import { writeErrorResponse } from './egress.js';
+import { clientCertHeader } from './tls-peer.js';
+
+/** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
+export const RETRY_BUFFER_BYTES = 8 * 1024;
+
+export class PayloadTooLargeError extends ProxyError {
+  constructor(length: number, limit: number) {
+    super('PRX_ERR_PAYLOAD_TOO_LARGE', `request payload of ${length} bytes exceeds maxRequestKB (${limit} bytes)`, 413, false);
+  }
+}
+
+export class HeadersTooLargeError extends ProxyError {
+  constructor(size: number, limit: number) {
+    super('PRX_ERR_HEADERS_TOO_LARGE', `request headers of ${size} bytes exceed maxHeadersKB (${limit} bytes)`, 431, false);
+  }
+}
+
+export class InitialLineTooLongError extends ProxyError {
+  constructor(size: number, limit: number) {
+    super('PRX_ERR_INITIAL_LINE_TOO_LONG', `request line of ${size} bytes exceeds maxInitialLineKB (${limit} bytes)`, 414, false);
+  }
+}
+
+export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed'; readonly dst: Path; readonly localDtab: Dtab };
+
+const ANSWERED: IngressResult = Object.freeze({ kind: 'answered' });
+
+/**
+ * Everything one inbound request carries through the router: the outbound request being built,
+ * body replay state, the chosen service and attempt, and completion bookkeeping.
+ */
+export class RequestContext {
+  readonly handler: HttpServerHandler;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse | undefined;
+  /** Upgrade requests: the raw client socket and the bytes read past the head. */
+  readonly socket: Duplex | undefined;
+  readonly upgradeHead: Buffer | undefined;
+  readonly started = performance.now();
+  readonly bindDeadline: number;
+  readonly out: OutboundRequest;
+  chunked = false;
+  service: PathService | undefined;
+  served: Served | undefined;
+  handle: AttemptHandle | undefined;
+  dst: Path | undefined;
+  localDtab: Dtab | undefined;
+  traceId: TraceId | undefined;
+  /** Status sent to the client (0 until the head is written). */
+  status = 0;
+  #done = false;
+  onDone: ((status: number, success: boolean) => void) | undefined;
+  /** Whether the request body can be sent again (buffered or not yet read). */
+  readonly replayable = (): boolean => {
+    const b = this.out.body;
+    return b === null || Buffer.isBuffer(b) || !b.readableDidRead;
+  };
+
+  constructor(handler: HttpServerHandler, req: IncomingMessage, res: ServerResponse | undefined, socket?: Duplex, head?: Buffer) {
+    this.handler = handler;
+    this.req = req;
+    this.res = res;
+    this.socket = socket;
+    this.upgradeHead = head;
+    this.bindDeadline = Date.now() + handler.router.cfg.bindingTimeoutMs;
+    this.out = {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: req.headers,
+      body: null,
+      upgrade: null,
+      clientCert: undefined,
+    };
+    if (res !== undefined) {
+      res.once('close', () => {
+        if (!res.writableFinished) this.handle?.abort(new Error('client closed the connection'), true);
+        this.finish(this.status, false);
+      });
+    }
+  }
+
+  static forUpgrade(handler: HttpServerHandler, req: IncomingMessage, socket: Duplex, head: Buffer): RequestContext {
+    const ctx = new RequestContext(handler, req, undefined, socket, head);
+    socket.once('close', () => ctx.finish(ctx.status, ctx.status === 101));
+    return ctx;
+  }
+
+  /** Completes the request once (stats, access log); success per the response class. */
+  finish(status: number, success: boolean): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.onDone?.(status, success);
+  }
+
+  rejectConcurrency(max: number): IngressResult {
+    void max;
+    writeErrorResponse(this, new MaxConcurrentRequestsError());
+    return ANSWERED;
+  }
+
+  /**
+   * Checks limits, reads and rewrites the context headers, identifies the request and prepares
+   * its body. Writes the error response itself and answers `answered` when the request cannot go on.
+   */
+  async ingress(): Promise<IngressResult> {
+    const router = this.handler.router;
+    const rc = router.cfg;
+    const req = this.req;
+    const headers = req.headers;
+    try {
+      const url = this.out.path;
+      const lineLimit = rc.maxInitialLineKB * 1024;
+      const lineBytes = url.length + this.out.method.length + 10;
+      if (lineBytes > lineLimit) throw new InitialLineTooLongError(lineBytes, lineLimit);
+      const headerLimit = rc.maxHeadersKB * 1024;
+      const raw = req.rawHeaders;
+      let headerBytes = 0;
+      for (let i = 0; i < raw.length; i++) headerBytes += (raw[i] as string).length + 2;
+      if (headerBytes > headerLimit) throw new HeadersTooLargeError(headerBytes, headerLimit);
+
+      if (this.handler.cfg.clearContext) clearContext(headers);
+      checkCallDepth(headers);
+      const localDtab = readDtabHeaders(headers);
+      writeDeadlineHeader(headers, readDeadlineHeaders(headers));
+
+      const identified = router.identifier.identify({ method: this.out.method, url, httpVersion: req.httpVersion, headers });
+      if (identified.kind === 'unidentified') {
+        throw new UnknownDestinationError({ method: this.out.method, uri: url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort }, identified.reason);
+      }
+      if (identified.url !== undefined) this.out.path = identified.url;
+      this.dst = identified.dst;
+      this.localDtab = localDtab;
+      headers['prx-dst-service'] = identified.dst.show;
+      writeDtabHeader(headers, localDtab);
+      router.trace(this, headers);
+      const upgrading = this.socket !== undefined;
+      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
+      if (upgrading) {
+        this.out.upgrade = (headers['upgrade']) ?? 'websocket';
+        delete headers['upgrade'];
+        delete headers['connection'];
+      }
+      appendViaToRequest(headers, viaEntry(req.httpVersion));
+      const stamp = this.handler.cfg.timestampHeader;
+      if (stamp !== undefined) headers[stamp.toLowerCase()] = String(Date.now());
+      this.handler.forwarded?.(this);
+      this.out.clientCert = clientCertHeader(req);
+      delete headers['expect'];
+      await this.#prepareBody();
+      return { kind: 'routed', dst: identified.dst, localDtab };
+    } catch (err) {
+      writeErrorResponse(this, err);
+      return ANSWERED;
+    }
+  }
+
+  async #prepareBody(): Promise<void> {
+    const req = this.req;
+    const te = req.headers['transfer-encoding'];
+    const rc = this.handler.router.cfg;
+    const cl = req.headers['content-length'];
+    this.chunked = te !== undefined;
+    if (cl !== undefined) {
+      const n = Number(cl);
+      const limit = rc.maxRequestKB * 1024;
+      if (n > limit) throw new PayloadTooLargeError(n, limit);
+      if (n === 0) return;
+      if (n <= RETRY_BUFFER_BYTES || !rc.streamingEnabled) {
+        this.out.body = await readBody(req, n);
+        return;
+      }
+      this.out.body = req;
+      return;
+    }
+    if (te !== undefined) {
+      // Chunked: forwarded as a stream (never retried). Without streaming, it is aggregated up to the limit.
+      if (!rc.streamingEnabled) {
+        const body = await readBody(req, rc.maxRequestKB * 1024, true);
+        this.out.body = body;
+        req.headers['content-length'] = String(body.length);
+        return;
+      }
+      this.out.body = req;
+    }
+  }
+
+  /** The access-log line of this request. */
+  accessLogEntry(status: number): AccessLogEntry {
+    const req = this.req;
+    const h = req.headers;
+    const cl = this.res?.getHeader('content-length');
+    return {
+      ...(typeof h.host === 'string' ? { host: h.host } : {}),
+      remoteHost: req.socket.remoteAddress ?? '-',
+      time: Date.now(),
+      method: req.method ?? '-',
+      uri: req.url ?? '-',
+      protocol: `HTTP/${req.httpVersion}`,
+      status,
+      bytes: cl === undefined ? '-' : Number(cl),
+      ...(typeof h.referer === 'string' ? { referer: h.referer } : {}),
+      ...(typeof h['user-agent'] === 'string' ? { userAgent: h['user-agent'] } : {}),
+    };
+  }
+}
+
+/** Reads a whole body of `expected` bytes (or up to `limit` when `upTo`), rejecting larger ones. */
+function readBody(req: IncomingMessage, limit: number, upTo = false): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        reject(upTo ? new PayloadTooLargeError(size, limit) : new Error('request body longer than its content-length'));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
+}

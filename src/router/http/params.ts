@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import type { KindConfig } from '../../config/index.js';
+import { clientParamDefaults, serviceParamDefaults, type BackoffConfig, type ClientPolicyConfig, type ServicePolicyConfig } from '../../config/index.js';
+import { readPath } from '../../naming/index.js';
+import { balancerFromConfig } from '../../service/balancer/index.js';
+import { accrualFromConfig } from '../../service/policy/accrual-kinds.js';
+import { backoffFromConfig } from '../../service/policy/index.js';
+import { PolicyResolver } from '../../service/policy/params.js';
+import { classifierFromConfig } from '../../protocol/http/classifiers.js';
+import type { HttpClientParams } from './client.js';
+import type { ServiceParams } from './path-service.js';
+import type { EndpointTls } from './endpoint.js';
+import { PathMatcher } from '../../naming/path-matcher.js';
+
+const INT32_MAX = 2147483647;
+/** Keep-alive when the config says "forever": undici still honours the server's own timeout hint. */
+const FOREVER_KEEPALIVE_MS = 600_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Client parameters a router reads per client id besides what the connection pool needs. */
+export interface ResolvedClient {
+  readonly client: HttpClientParams;
+  readonly attemptTimeoutMs: number | undefined;
+  readonly forwardClientCert: boolean;
+}
+
+interface RawClientParams {
+  hostConnectionPool: { minSize: number; maxSize: number; idleTimeMs?: number; maxWaiters: number };
+  tls?: KindConfig | { commonName?: string; caCertPath?: string; disableValidation: boolean };
+  loadBalancer: KindConfig;
+  failFast: boolean;
+  requeueBudget: { minRetriesPerSec: number; percentCanRetry: number; ttlSecs: number };
+  failureAccrual: KindConfig;
+  requestAttemptTimeoutMs?: number;
+  clientSession: { idleTimeMs?: number; lifeTimeMs?: number };
+  forwardClientCert: boolean;
+}
+
+interface RawServiceParams {
+  retries: { budget: { minRetriesPerSec: number; percentCanRetry: number; ttlSecs: number }; backoff?: BackoffConfig };
+  totalTimeoutMs?: number;
+  responseClassifier?: KindConfig;
+}
+
+/** Limits of the http router that shape every client. */
+export interface ClientLimits {
+  readonly maxHeaderBytes: number;
+  readonly maxResponseBytes: number;
+}
+
+/**
+ * Resolves the router's `client` and `service` policies per name (static configs matched by
+ * prefix, later ones winning) into ready-to-use parameters. Results are cached per name: the
+ * caches above bound how many names there are.
+ */
+export class HttpParams {
+  readonly #clients: PolicyResolver<RawClientParams>;
+  readonly #services: PolicyResolver<RawServiceParams>;
+  readonly #limits: ClientLimits;
+
+  constructor(client: ClientPolicyConfig, service: ServicePolicyConfig, limits: ClientLimits) {
+    this.#clients = new PolicyResolver(client, clientParamDefaults);
+    this.#services = new PolicyResolver(service, serviceParamDefaults);
+    this.#limits = limits;
+  }
+
+  client(id: string): ResolvedClient {
+    const { params: p, vars } = this.#clients.resolve(readPath(id));
+    const pool = p.hostConnectionPool;
+    const session = p.clientSession;
+    const idle = session.idleTimeMs ?? pool.idleTimeMs;
+    return {
+      client: {
+        endpoint: {
+          maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
+          maxWaiters: pool.maxWaiters,
+          keepAliveTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
+          keepAliveMaxTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
+          lifeTimeMs: session.lifeTimeMs ?? null,
+          maxHeaderBytes: this.#limits.maxHeaderBytes,
+          maxResponseBytes: this.#limits.maxResponseBytes,
+          connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          tls: clientTls(p.tls, vars, id),
+          accrual: accrualFromConfig(p.failureAccrual),
+        },
+        balancer: balancerFromConfig(p.loadBalancer),
+        failFast: p.failFast,
+        requeueBudget: p.requeueBudget,
+      },
+      attemptTimeoutMs: p.requestAttemptTimeoutMs,
+      forwardClientCert: p.forwardClientCert,
+    };
+  }
+
+  service(dst: string): ServiceParams {
+    const { params: p } = this.#services.resolve(readPath(dst));
+    return {
+      classifier: classifierFromConfig(p.responseClassifier, 'http'),
+      budget: p.retries.budget,
+      backoff: p.retries.backoff === undefined ? undefined : backoffFromConfig(p.retries.backoff),
+      totalTimeoutMs: p.totalTimeoutMs,
+    };
+  }
+}
+
+/** Client TLS for one client: plain (commonName, CA, or no validation) or a `clientTls` kind. */
+function clientTls(cfg: RawClientParams['tls'], vars: Readonly<Record<string, string>>, id: string): EndpointTls | undefined {
+  if (cfg === undefined) return undefined;
+  if ('kind' in cfg) {
+    const k = cfg as KindConfig & { commonName?: string; caCertPath?: string; names?: { prefix: string; commonNamePattern: string }[] };
+    if (k.kind === 'io.prx.noValidation') return { servername: undefined, ca: undefined, rejectUnauthorized: false };
+    if (k.kind === 'io.prx.boundPath') {
+      const path = readPath(id);
+      for (const n of k.names ?? []) {
+        const m = PathMatcher.parse(n.prefix).match(path);
+        if (m !== undefined) {
+          return { servername: PathMatcher.substitute(n.commonNamePattern, m), ca: readCa(k.caCertPath), rejectUnauthorized: true };
+        }
+      }
+      return { servername: undefined, ca: readCa(k.caCertPath), rejectUnauthorized: true };
+    }
+    return { servername: k.commonName, ca: readCa(k.caCertPath), rejectUnauthorized: true };
+  }
+  const plain = cfg;
+  return {
+    servername: plain.commonName === undefined ? undefined : PathMatcher.substitute(plain.commonName, vars),
+    ca: readCa(plain.caCertPath),
+    rejectUnauthorized: !plain.disableValidation,
+  };
+}
+
+const caCache = new Map<string, Buffer>();
+
+function readCa(path: string | undefined): Buffer | undefined {
+  if (path === undefined) return undefined;
+  let ca = caCache.get(path);
+  if (ca === undefined) {
+    ca = readFileSync(path);
+    caCache.set(path, ca);
+  }
+  return ca;
+}

@@ -1,0 +1,212 @@
+import { AttemptTimeoutError, TotalTimeoutError } from '../../protocol/http/headers/proxy-errors.js';
+import type { BoundName, Closable, Dtab } from '../../naming/index.js';
+import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
+import { NO_BACKOFF, RetryBudget, type Backoff } from '../../service/policy/index.js';
+import type { Counter, Histogram, StatsReceiver } from '../../service/stats/index.js';
+import { BindingFailedError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
+import type { Lease } from '../cache.js';
+import type { Attempt, HttpClient } from './client.js';
+import type { AttemptHandle, OutboundRequest } from './endpoint.js';
+
+/** The parameters of one service (logical name), resolved from the router's service policy. */
+export interface ServiceParams {
+  readonly classifier: ResponseClassifier;
+  readonly budget: { readonly minRetriesPerSec: number; readonly percentCanRetry: number; readonly ttlSecs: number };
+  readonly backoff: Backoff | undefined;
+  readonly totalTimeoutMs: number | undefined;
+}
+
+/** What a path service needs from its router: the lower caches and per-request hooks. */
+export interface PathServiceHost {
+  /** Borrows the client of a bound name (client cache). */
+  client(name: BoundName): Lease<HttpClient>;
+  /** Client-parameter per-attempt settings (timeouts, cert forwarding) for a client id. */
+  attemptTimeoutMs(clientId: string): number | undefined;
+  /** Called before each attempt to set the per-client headers (`prx-dst-client`, residual, XFCC). */
+  prepareAttempt(out: OutboundRequest, name: BoundName, clientId: string): void;
+}
+
+/** The outcome of serving one request through a path service. */
+export interface Served {
+  readonly attempt: Attempt;
+  readonly client: HttpClient;
+  readonly responseClass: ResponseClass;
+}
+
+interface ServiceCounters {
+  readonly requests: Counter;
+  readonly success: Counter;
+  readonly failures: Counter;
+  readonly latency: Histogram;
+  readonly retriesTotal: Counter;
+  readonly retriesPerRequest: Histogram;
+  readonly budgetExhausted: Counter;
+}
+
+/**
+ * The path stack of one logical name (Linkerd's per-`Dst.Path` service): total timeout,
+ * classified retries under the service's own budget and backoff, and `rt/<r>/service/<name>`
+ * stats. Each attempt picks a leaf of the current bound tree (so a re-binding applies to the next
+ * attempt), borrows that destination's client and sends.
+ */
+export class PathService implements Closable {
+  readonly dst: string;
+  readonly localDtab: Dtab;
+  readonly binding: PathBinding;
+  readonly #params: ServiceParams;
+  readonly #host: PathServiceHost;
+  readonly #budget: RetryBudget;
+  readonly #c: ServiceCounters;
+  readonly #bindingTimeoutMs: number;
+  readonly #onClose: () => void;
+
+  constructor(opts: {
+    dst: string;
+    localDtab: Dtab;
+    binding: PathBinding;
+    params: ServiceParams;
+    host: PathServiceHost;
+    stats: StatsReceiver;
+    bindingTimeoutMs: number;
+    onClose: () => void;
+  }) {
+    this.dst = opts.dst;
+    this.localDtab = opts.localDtab;
+    this.binding = opts.binding;
+    this.#params = opts.params;
+    this.#host = opts.host;
+    this.#bindingTimeoutMs = opts.bindingTimeoutMs;
+    this.#onClose = opts.onClose;
+    this.#budget = new RetryBudget(opts.params.budget);
+    const s = opts.stats;
+    this.#c = {
+      requests: s.counter('requests'),
+      success: s.counter('success'),
+      failures: s.counter('failures'),
+      latency: s.stat('request_latency_ms'),
+      retriesTotal: s.counter('retries', 'total'),
+      retriesPerRequest: s.stat('retries', 'per_request'),
+      budgetExhausted: s.counter('retries', 'budget_exhausted'),
+    };
+    s.gauge(['retries', 'budget'], () => this.#budget.balance);
+  }
+
+  get classifier(): ResponseClassifier {
+    return this.#params.classifier;
+  }
+
+  /**
+   * Sends `out` until a response is accepted (or retries run out). `bindDeadline` bounds the wait
+   * for a pending binding. `replayable` says whether the body can be sent again.
+   */
+  async serve(
+    out: OutboundRequest,
+    handle: AttemptHandle,
+    bindDeadline: number,
+    chunked: boolean,
+    replayable: () => boolean,
+    started: number,
+  ): Promise<Served> {
+    const p = this.#params;
+    this.#budget.deposit();
+    const totalMs = p.totalTimeoutMs;
+    const totalDeadline = totalMs === undefined ? Infinity : started + totalMs;
+    const backoff = (p.backoff ?? NO_BACKOFF).stream();
+    let retries = 0;
+    try {
+      for (;;) {
+        const treeOrWait = this.binding.tree(bindDeadline, this.#bindingTimeoutMs);
+        const tree = treeOrWait instanceof Promise ? await treeOrWait : treeOrWait;
+        const pick = pickLeaf(tree);
+        if (pick.kind === 'neg') throw new NoBrokersAvailableError(this.dst);
+        if (pick.kind === 'fail') throw new BindingFailedError(this.dst, new Error('the name resolved to a failure (!)'));
+        const name = pick.name;
+        const lease = this.#host.client(name);
+        const client = lease.value;
+        let attempt: Attempt | undefined;
+        let responseClass: ResponseClass;
+        let failure: Error | undefined;
+        try {
+          this.#host.prepareAttempt(out, name, client.id);
+          attempt = await this.#attempt(client, out, handle, replayable, totalDeadline, totalMs);
+          responseClass = p.classifier.classify({
+            method: out.method,
+            status: attempt.exchange.status,
+            retryableHeader: attempt.exchange.headers['prx-retryable'] === 'true',
+            chunked,
+          });
+          client.record(attempt, this.dst, responseClass === 'success');
+        } catch (err) {
+          failure = err instanceof Error ? err : new Error(String(err));
+          if (failure instanceof TotalTimeoutError || failure instanceof NoBrokersAvailableError || handle.cancelled !== undefined) throw failure;
+          responseClass = p.classifier.classify({ method: out.method, error: failure, chunked });
+        } finally {
+          lease.release();
+        }
+        if (responseClass === 'retryableFailure' && replayable()) {
+          const wait = backoff.nextMs();
+          if (performance.now() + wait < totalDeadline) {
+            if (this.#budget.tryWithdraw()) {
+              attempt?.exchange.discard();
+              retries++;
+              this.#c.retriesTotal.incr();
+              if (wait > 0) await sleep(wait);
+              continue;
+            }
+            this.#c.budgetExhausted.incr();
+          }
+        }
+        if (failure !== undefined) throw failure;
+        return { attempt: attempt as Attempt, client, responseClass };
+      }
+    } finally {
+      this.#c.retriesPerRequest.add(retries);
+    }
+  }
+
+  /** Records the request's final outcome in the service stats. */
+  record(success: boolean, latencyMs: number): void {
+    const c = this.#c;
+    c.requests.incr();
+    (success ? c.success : c.failures).incr();
+    c.latency.add(latencyMs);
+  }
+
+  async #attempt(
+    client: HttpClient,
+    out: OutboundRequest,
+    handle: AttemptHandle,
+    replayable: () => boolean,
+    totalDeadline: number,
+    totalMs: number | undefined,
+  ): Promise<Attempt> {
+    const attemptMs = this.#host.attemptTimeoutMs(client.id);
+    const now = performance.now();
+    const attemptDeadline = attemptMs === undefined ? Infinity : now + attemptMs;
+    const deadline = Math.min(attemptDeadline, totalDeadline);
+    if (deadline === Infinity) return client.send(out, replayable, handle);
+    let timedOut: Error | undefined;
+    const timer = setTimeout(() => {
+      timedOut =
+        deadline === totalDeadline && totalMs !== undefined ? new TotalTimeoutError(totalMs, { serviceName: this.dst }) : new AttemptTimeoutError(attemptMs ?? 0, { serviceName: client.id });
+      // Aborting the exchange frees its connection and rejects the send below.
+      handle.abort(timedOut, false);
+    }, Math.max(0, deadline - now));
+    try {
+      return await client.send(out, replayable, handle);
+    } catch (err) {
+      throw timedOut ?? err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): void {
+    this.binding.close();
+    this.#onClose();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

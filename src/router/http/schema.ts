@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import {
+  clientPolicy,
+  intInRange,
+  kilobytes,
+  kindShape,
+  kindSlot,
+  nonEmptyString,
+  oneOrMany,
+  routerBaseShape,
+  serverList,
+  serverShape,
+  servicePolicy,
+  choice,
+  filePath,
+  addIssue,
+} from '../../config/index.js';
+import { parseRollPolicy } from '../../protocol/http/access-log.js';
+import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';
+
+// The `http` router's config: the common router keys plus the http parameters of the spec.
+
+/**
+ * `engine`: `engine3` (default) or `engine4`. Both select prx's single HTTP/1.1 engine (node's
+ * parser inbound, undici outbound); the key is accepted so Linkerd configs load unchanged.
+ */
+const engine = choice('kind', {
+  engine3: z.strictObject({ ...kindShape('engine3') }),
+  engine4: z.strictObject({ ...kindShape('engine4') }),
+});
+
+export const httpServerSchema = z.strictObject({
+  ...serverShape({ defaultPort: 4140 }),
+  addForwardedHeader: forwardedHeaderConfig.optional(),
+  timestampHeader: nonEmptyString.optional(),
+  engine: engine.optional(),
+});
+
+export type HttpServerConfig = z.output<typeof httpServerSchema>;
+
+const rollPolicy = z.string().superRefine((text, ctx) => {
+  try {
+    parseRollPolicy(text);
+  } catch (e) {
+    addIssue(ctx, [], e instanceof Error ? e.message : String(e), { value: text });
+  }
+});
+
+export const httpRouterSchema = z.strictObject({
+  ...routerBaseShape,
+  protocol: z.literal('http'),
+  servers: serverList(httpServerSchema),
+  client: clientPolicy({ engine: engine.optional() }),
+  service: servicePolicy(),
+  identifier: oneOrMany(kindSlot('identifier')).prefault([{ kind: 'io.prx.header.token' }]),
+  requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
+  tracePropagator: kindSlot('tracePropagator', { default: { kind: 'io.prx.default' } }),
+  httpAccessLog: filePath.optional(),
+  httpAccessLogRollPolicy: rollPolicy.default('Never'),
+  httpAccessLogAppend: z.boolean().default(true),
+  httpAccessLogRotateCount: intInRange(-1, 2147483647).default(-1),
+  maxChunkKB: kilobytes.default(8),
+  maxHeadersKB: kilobytes.default(8),
+  maxInitialLineKB: kilobytes.default(4),
+  maxRequestKB: kilobytes.default(5120),
+  maxResponseKB: kilobytes.default(5120),
+  compressionLevel: intInRange(-1, 9).default(-1),
+  streamingEnabled: z.boolean().default(true),
+});
+
+export type HttpRouterConfig = z.output<typeof httpRouterSchema> & { readonly label: string };

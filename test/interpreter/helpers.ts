@@ -1,0 +1,104 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  Activity, type Addr, BoundName, type Closable, MutableVar, type NameTree, type Namer, Neg, type Path, type State, type Var,
+  addrBound, address, leaf, readPath, showTree,
+} from '../../src/naming/index.js';
+
+/** The first value `observe` delivers that satisfies `f` (rejects after `ms`). */
+export function until<T>(observe: (cb: (v: T) => void) => Closable, f: (v: T) => boolean, ms = 4000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let last: T | undefined;
+    // eslint-disable-next-line prefer-const -- read inside observe() before assignment
+    let sub: Closable | undefined;
+    let done = false;
+    const timer = setTimeout(() => {
+      done = true;
+      sub?.close();
+      reject(new Error(`condition not reached in ${ms} ms; last value: ${describe(last)}`));
+    }, ms);
+    sub = observe((v) => {
+      last = v;
+      if (done || !f(v)) return;
+      done = true;
+      clearTimeout(timer);
+      queueMicrotask(() => sub?.close());
+      resolve(v);
+    });
+  });
+}
+
+function describe(v: unknown): string {
+  if (v !== null && typeof v === 'object' && 'kind' in v) {
+    const s = v as State<NameTree<BoundName>>;
+    if (s.kind === 'ok' && typeof s.value === 'object' && s.value !== null && 'type' in s.value) return showBound(s);
+    if (s.kind === 'failed') return `failed: ${s.error.message}`;
+  }
+  try {
+    return JSON.stringify(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/** Polls `f` until it returns true (rejects after `ms`). */
+export async function eventually(f: () => boolean, ms = 4000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!f()) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached in ${ms} ms`);
+    await sleep(10);
+  }
+}
+
+/** A bound tree's state as text: `ok /#/a/b` (ids, residuals after a space), `pending`, `failed: …`. */
+export function showBound(s: State<NameTree<BoundName>>): string {
+  if (s.kind === 'pending') return 'pending';
+  if (s.kind === 'failed') return `failed: ${s.error.message}`;
+  return showTree(s.value, (b) => `${b.idStr}${b.residual.isEmpty ? '' : ' ' + b.residual.show}`);
+}
+
+/** Waits for a state of `act` whose text form is `expected`. */
+export function untilShown(act: Activity<NameTree<BoundName>>, expected: string, ms?: number): Promise<State<NameTree<BoundName>>> {
+  return until((cb) => act.observe(cb), (s) => showBound(s) === expected, ms);
+}
+
+/** An address set as text: `127.0.0.1:80*1 …`, or its kind. */
+export function showAddr(a: Addr): string {
+  if (a.kind === 'bound') return a.addresses.map((x) => `${x.host}:${x.port}*${x.weight}`).join(' ');
+  if (a.kind === 'failed') return `failed: ${a.error.message}`;
+  return a.kind;
+}
+
+/** Waits for an address set whose text form is `expected`. */
+export function untilAddr(addr: Var<Addr>, expected: string, ms?: number): Promise<Addr> {
+  return until((cb) => addr.observe(cb), (a) => showAddr(a) === expected, ms);
+}
+
+/** The only leaf of an ok tree. */
+export function onlyLeaf(s: State<NameTree<BoundName>>): BoundName {
+  if (s.kind !== 'ok' || s.value.type !== 'leaf') throw new Error(`expected one leaf, got ${showBound(s)}`);
+  return s.value.value;
+}
+
+export const PREFIX = readPath('/#/io.prx.test');
+
+/** An in-memory namer: `/#/io.prx.test/<name>` is a leaf whose addresses the test sets. */
+export class MapNamer implements Namer {
+  readonly #addrs = new Map<string, MutableVar<Addr>>();
+
+  set(name: string, addrs: readonly string[]): void {
+    const addr = addrBound(addrs.map((a) => {
+      const i = a.lastIndexOf(':');
+      return address(a.slice(0, i).replace(/^\[|\]$/g, ''), Number(a.slice(i + 1)));
+    }));
+    const v = this.#addrs.get(name);
+    if (v) v.update(addr);
+    else this.#addrs.set(name, new MutableVar(addr));
+  }
+
+  lookup(path: Path): Activity<NameTree<BoundName>> {
+    const v = this.#addrs.get(path.elems[0] ?? '');
+    if (!v) return Activity.value(Neg);
+    return Activity.value(leaf(new BoundName(PREFIX.concat(path.take(1)), v, path.drop(1))));
+  }
+}
+
