@@ -9,3 +9,4 @@ export * from './policy.js';
 export * from './router.js';
 export * from './proxy-config.js';
 export * from './registry.js';
+export * from './resolver-config.js';

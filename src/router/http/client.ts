@@ -251,10 +251,16 @@ export class HttpClient implements Closable {
         next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint));
       }
     }
-    for (const [key, e] of this.#endpoints) if (next.get(key) !== e) void e.close();
+    this.#balancer.update([...next.values()]);
+    // With probation the balancer keeps removed endpoints while they are healthy: keep those open.
+    const kept = new Set(this.#balancer.nodes);
+    for (const [key, e] of this.#endpoints) {
+      if (next.get(key) === e) continue;
+      if (kept.has(e)) next.set(key, e);
+      else void e.close();
+    }
     this.#endpoints.clear();
     for (const [k, e] of next) this.#endpoints.set(k, e);
-    this.#balancer.update([...next.values()]);
   }
 
   #status(code: number): Counter {

@@ -57,6 +57,8 @@ export class HttpServerHandler {
       headersTimeout: 60_000,
       keepAliveTimeout: 65_000,
       highWaterMark: Math.max(16 * 1024, rc.maxChunkKB * 1024),
+      // A request without Host is the identifier's to judge (400 with prx-err and the reason), not node's bare 400.
+      requireHostHeader: false,
     };
     const fwd = cfg.addForwardedHeader;
     this.#forwardedHeader = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });

@@ -121,6 +121,13 @@ export class RequestContext {
     const req = this.req;
     const headers = req.headers;
     try {
+      // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
+      // as Linkerd's ProxyRewriteFilter does, before anything reads the URI.
+      if (this.out.path.charCodeAt(0) !== 0x2f && this.out.method !== 'CONNECT' && URL.canParse(this.out.path)) {
+        const u = new URL(this.out.path);
+        this.out.path = `${u.pathname}${u.search}`;
+        headers.host = u.host;
+      }
       const url = this.out.path;
       const lineLimit = rc.maxInitialLineKB * 1024;
       const lineBytes = url.length + this.out.method.length + 10;
@@ -131,8 +138,11 @@ export class RequestContext {
       for (let i = 0; i < raw.length; i++) headerBytes += (raw[i] as string).length + 2;
       if (headerBytes > headerLimit) throw new HeadersTooLargeError(headerBytes, headerLimit);
 
+      // Framing is read before the hop-by-hop headers (transfer-encoding among them) are stripped.
+      const transferEncoding = headers['transfer-encoding'];
       if (this.handler.cfg.clearContext) clearContext(headers);
       checkCallDepth(headers);
+      unfoldContextHeaders(req);
       const localDtab = readDtabHeaders(headers);
       writeDeadlineHeader(headers, readDeadlineHeaders(headers));
 
@@ -159,7 +169,7 @@ export class RequestContext {
       this.handler.forwarded?.(this);
       this.out.clientCert = clientCertHeader(req);
       delete headers['expect'];
-      await this.#prepareBody();
+      await this.#prepareBody(transferEncoding);
       return { kind: 'routed', dst: identified.dst, localDtab };
     } catch (err) {
       writeErrorResponse(this, err);
@@ -167,9 +177,8 @@ export class RequestContext {
     }
   }
 
-  async #prepareBody(): Promise<void> {
+  async #prepareBody(te: string | undefined): Promise<void> {
     const req = this.req;
-    const te = req.headers['transfer-encoding'];
     const rc = this.handler.router.cfg;
     const cl = req.headers['content-length'];
     this.chunked = te !== undefined;
@@ -214,6 +223,20 @@ export class RequestContext {
       ...(typeof h.referer === 'string' ? { referer: h.referer } : {}),
       ...(typeof h['user-agent'] === 'string' ? { userAgent: h['user-agent'] } : {}),
     };
+  }
+}
+
+// Context headers whose repeated values must stay apart: node joins repeats of unknown headers
+// with ", ", which would make two deadlines or two dtabs one malformed value.
+const UNFOLDED_HEADERS = ['prx-ctx-deadline', 'prx-ctx-dtab', 'prx-dtab'] as const;
+
+/** Replaces each present context header by its separate values (rare, so the lazy `headersDistinct` is cheap enough). */
+function unfoldContextHeaders(req: IncomingMessage): void {
+  const headers = req.headers;
+  for (const name of UNFOLDED_HEADERS) {
+    if (headers[name] === undefined) continue;
+    const values = req.headersDistinct[name];
+    if (values !== undefined && values.length > 1) (headers as Record<string, string | string[]>)[name] = values;
   }
 }
 

@@ -1,0 +1,28 @@
+// The proxy's built-in plugin modules. Each registers its kinds with the config registry when
+// imported, so `bin/prx` imports this list before it loads a config (validation looks kinds up by
+// name). Modules that also pull in others are still listed, so this file says what the proxy has.
+// Resolver storage and interface kinds are `prx-resolver`'s (src/resolver/builtins.ts): no proxy
+// config slot takes them.
+
+// Protocols.
+import '../router/http/index.js';
+
+// Namers.
+import '../namer/fs.js';
+
+// Interpreters (default, io.prx.fs, io.prx.resolver.http) and transformers.
+import '../interpreter/index.js';
+
+// HTTP identifiers, response classifiers and the trace propagator.
+import '../protocol/http/identifiers/index.js';
+import '../protocol/http/classifiers.js';
+import '../protocol/http/headers/trace-propagator.js';
+
+// Client policy: load balancers, failure accrual, client TLS.
+import '../service/balancer/index.js';
+import '../service/policy/accrual-kinds.js';
+import '../service/tls-kinds.js';
+
+// Telemeters.
+import '../telemetry/udpstats.js';
+import '../telemetry/tracelog.js';
