@@ -357,9 +357,12 @@ describe('proxy process: admin wiring', () => {
   });
 
   test('tracelog logs the trace records routers emit through the broadcast tracer', () => {
-    const traced = s.sink.lines.filter((l) => l['name'] === 'io.prx.tracelog');
-    assert.equal(traced.length, 2);
-    assert.match(String(traced[0]?.['msg']), /BinaryAnnotation\(router\.label,api\)$/);
+    const traced = s.sink.lines.filter((l) => l['name'] === 'io.prx.tracelog').map((l) => String(l['msg']));
+    // The test router's two records, and the http router's annotations of the requests it served.
+    assert.equal(traced.filter((m) => /BinaryAnnotation\(router\.label,api\)$/.test(m)).length, 2);
+    assert.ok(traced.some((m) => /BinaryAnnotation\(router\.label,web\)$/.test(m)));
+    assert.ok(traced.some((m) => /BinaryAnnotation\(service,\/svc\/hello\)$/.test(m)));
+    assert.ok(traced.some((m) => /BinaryAnnotation\(client,\/#\/io\.prx\.fs\/hello\)$/.test(m)));
   });
 
   test('the identifier port runs every router identifier on the request', async () => {

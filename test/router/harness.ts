@@ -1,12 +1,13 @@
 // Starts real http routers in-process for tests: config validated by the real schema, real sockets.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { lookupKind, validateProxyConfig } from '../../src/config/index.js';
+import { FsNamer } from '../../src/namer/fs.js';
 import { Activity, SystemNamer, readPath, type MountedNamer, type Namer } from '../../src/naming/index.js';
 import '../../src/router/http/index.js';
 import type { HttpRouter } from '../../src/router/http/router.js';
@@ -153,7 +154,12 @@ export function rawExchange(port: number, bytes: string | Buffer): Promise<RawRe
         const c = l.indexOf(':');
         headers[l.slice(0, c).trim().toLowerCase()] = l.slice(c + 1).trim();
       }
-      const body = text.slice(split + 4);
+      let body = text.slice(split + 4);
+      if (headers['transfer-encoding'] === 'chunked') {
+        const decoded = decodeChunked(body);
+        if (decoded === undefined && !sock.destroyed && !sock.readableEnded) return;
+        body = decoded ?? body;
+      }
       const len = headers['content-length'];
       if (len !== undefined && Buffer.byteLength(body, 'latin1') < Number(len) && !sock.destroyed && !sock.readableEnded) return;
       done = true;
@@ -175,6 +181,22 @@ export function rawExchange(port: number, bytes: string | Buffer): Promise<RawRe
     });
     sock.write(bytes);
   });
+}
+
+/** A complete chunked body, decoded; undefined while incomplete. */
+function decodeChunked(text: string): string | undefined {
+  let out = '';
+  let at = 0;
+  for (;;) {
+    const eol = text.indexOf('\r\n', at);
+    if (eol < 0) return undefined;
+    const size = parseInt(text.slice(at, eol), 16);
+    if (Number.isNaN(size)) return undefined;
+    if (size === 0) return out;
+    if (text.length < eol + 2 + size + 2) return undefined;
+    out += text.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
 }
 
 /** A namer whose every lookup stays pending forever (binding timeouts). */
@@ -218,4 +240,34 @@ export function makeCerts(): TestCerts {
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=prx client', '-keyout', 'client.key', '-out', 'client.csr');
   ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'client.ext', '-out', 'client.crt');
   return { dir, caCert: p('ca.crt'), serverCert: p('server.crt'), serverKey: p('server.key'), clientCert: p('client.crt'), clientKey: p('client.key') };
+}
+
+/** A real `io.prx.fs` namer over a temporary directory, mounted at `/#/io.prx.fs`. */
+export interface TempFsNamer {
+  readonly mounted: MountedNamer;
+  /** Replaces a name's file atomically (write aside, then rename). */
+  write(name: string, text: string): void;
+  close(): void;
+}
+
+export function tempFsNamer(files: Record<string, string>): TempFsNamer {
+  const root = mkdtempSync(join(tmpdir(), 'prx-fs-'));
+  const staging = mkdtempSync(join(tmpdir(), 'prx-fs-staging-'));
+  const write = (name: string, text: string): void => {
+    const tmp = join(staging, name);
+    writeFileSync(tmp, text);
+    renameSync(tmp, join(root, name));
+  };
+  for (const [name, text] of Object.entries(files)) write(name, text);
+  const prefix = readPath('/#/io.prx.fs');
+  const namer = new FsNamer(root, prefix);
+  return {
+    mounted: { prefix, namer },
+    write,
+    close: () => {
+      namer.close();
+      rmSync(root, { recursive: true, force: true });
+      rmSync(staging, { recursive: true, force: true });
+    },
+  };
 }

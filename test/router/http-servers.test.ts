@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { freePort, makeCerts, startBackend, startRouter, type Backend, type TestCerts } from './harness.js';
+import { eventually, freePort, makeCerts, startBackend, startRouter, type Backend, type TestCerts } from './harness.js';
 
 let certs: TestCerts;
 
@@ -135,15 +135,9 @@ describe('http router servers: maxConcurrentRequests', () => {
       }
       // Capacity is back.
       const again = request(`${rt.url}/d`, { headers: { host: 'x' } });
-      const r3 = await new Promise<Awaited<typeof again>>((resolve, reject) => {
-        const t = setInterval(() => {
-          if (held.length === 3) {
-            clearInterval(t);
-            (held[2] as ServerResponse).end('third');
-          }
-        }, 2);
-        again.then(resolve, reject).finally(() => clearInterval(t));
-      });
+      await eventually(() => held.length === 3, 2000, 'the next request to reach the backend');
+      (held[2] as ServerResponse).end('third');
+      const r3 = await again;
       assert.equal(r3.statusCode, 200);
       assert.equal(await r3.body.text(), 'third');
       const server = `rt/http/server/127.0.0.1/${rt.port}`;

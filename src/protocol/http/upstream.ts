@@ -30,6 +30,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   headers: IncomingHttpHeaders = {};
   /** True once any response byte or head has arrived (no requeue possible after that). */
   responded = false;
+  /**
+   * True once the request went onto a connected socket: a connection closed after that may have
+   * delivered it, so only a failed write is known safe to send elsewhere.
+   */
+  requestStarted = false;
   /** Set when the exchange ends (completed, failed or aborted). */
   finished = false;
   error: Error | undefined;
@@ -40,6 +45,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #resolve!: (x: UpstreamExchange) => void;
   #reject!: (e: Error) => void;
   readonly head: Promise<UpstreamExchange>;
+  /** Whether `head` has settled (a failure after that goes to the body sink instead). */
+  #headSettled = false;
   #sink: BodySink | null = null;
   #discarding = false;
   #held: Buffer[] | null = null;
@@ -92,6 +99,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
+    this.requestStarted = true;
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -109,6 +117,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     }
     // Hold the body until the router decides to forward or discard it.
     controller.pause();
+    this.#headSettled = true;
     this.#resolve(this);
   }
 
@@ -142,6 +151,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.headers = headers;
     this.socket = socket;
     this.finished = true;
+    this.#headSettled = true;
     this.#resolve(this);
     this.#onDone?.(this);
   }
@@ -150,8 +160,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (this.finished) return;
     this.finished = true;
     this.error = err;
-    if (!this.responded) this.#reject(err);
-    else this.#sink?.destroy(err);
+    // A head refused by its size limit was seen (responded) but never delivered: the head fails.
+    if (!this.#headSettled) {
+      this.#headSettled = true;
+      this.#reject(err);
+    } else this.#sink?.destroy(err);
     this.#onDone?.(this);
   }
 }

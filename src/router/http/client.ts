@@ -51,6 +51,18 @@ export function isConnectFailure(err: unknown): boolean {
   return typeof code === 'string' && CONNECT_FAILURES.has(code);
 }
 
+// Once the request is on a connected socket, only a failed write (Finagle's WriteException) is
+// requeued: a peer that closed the connection cleanly after reading may have acted on the request.
+const WRITE_FAILURES = new Set(['EPIPE', 'ECONNRESET']);
+
+/** Whether an attempt that failed with `err` is safe to send again to another endpoint. */
+export function isRequeueable(err: unknown, exchange: UpstreamExchange | undefined): boolean {
+  if (!isConnectFailure(err)) return false;
+  if (exchange === undefined) return true;
+  if (exchange.responded) return false;
+  return !exchange.requestStarted || WRITE_FAILURES.has((err as { code: string }).code);
+}
+
 /** Finagle's cap on requeues of one request. */
 const MAX_REQUEUES = 25;
 const FAIL_FAST_MIN_MS = 1000;
@@ -165,8 +177,7 @@ export class HttpClient implements Closable {
         return { exchange, endpoint, started };
       } catch (err) {
         const e = err instanceof Error ? err : new Error(String(err));
-        const connectFailure =
-          handle.cancelled === undefined && isConnectFailure(e) && (exchange === undefined || !exchange.responded);
+        const connectFailure = handle.cancelled === undefined && isRequeueable(e, exchange);
         this.#counters.requests.incr();
         this.#counters.failures.incr();
         this.recordOutcome(endpoint, false, performance.now() - started);

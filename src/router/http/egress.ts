@@ -2,6 +2,7 @@ import { Dtab } from '../../naming/index.js';
 import { renderError, clearResponseContext } from '../../protocol/http/headers/error-response.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
 import {
+  ConflictingContentLengthError,
   DynBoundTimeoutError,
   ProxyError,
   RichConnectionFailedError,
@@ -29,6 +30,8 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
   if (err instanceof BindingFailedError) return new UpstreamFailureError(err);
+  // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
+  if ((err as { code?: unknown } | null)?.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return new ConflictingContentLengthError('response');
   return new UpstreamFailureError(err);
 }
 
@@ -58,6 +61,7 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
     return;
   }
   drainRequest(ctx);
+  ctx.responseLength = rendered.body.length;
   res.writeHead(rendered.status, rendered.headers);
   res.end(rendered.body);
 }
@@ -80,12 +84,15 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
   ctx.status = ex.status;
   if (dropBody) {
     ex.discard();
+    ctx.responseLength = 0;
     res.writeHead(ex.status, headers as Record<string, string | string[]>);
     res.end();
     ctx.finish(ex.status, success);
     return;
   }
   const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
+  const length = headers['content-length'];
+  if (length !== undefined) ctx.responseLength = Number(length);
   res.writeHead(ex.status, headers as Record<string, string | string[]>);
   res.once('finish', () => ctx.finish(ex.status, success));
   if (compressor === undefined) {

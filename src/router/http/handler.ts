@@ -11,6 +11,7 @@ import { RequestContext, type IngressResult } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeUpstreamHead } from './egress.js';
 import type { PathService } from './path-service.js';
 import type { Lease } from '../cache.js';
+import { isActivelyTracing, type Annotation, type TraceId } from '../../service/tracing.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
 
 /** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
@@ -146,6 +147,8 @@ export class HttpServerHandler {
 
   #end(ctx: RequestContext, status: number, success: boolean): void {
     this.#inflight--;
+    const traceId = ctx.traceId;
+    if (traceId !== undefined && isActivelyTracing(this.router.tracer, traceId)) this.#trace(ctx, traceId, status, success);
     const c = this.#c;
     if (c !== undefined) {
       c.pending.add(-1);
@@ -162,6 +165,24 @@ export class HttpServerHandler {
       this.#drainWaiters = [];
       for (const w of ws) w();
     }
+  }
+
+  /** Linkerd's trace annotations of one routed request (binaries service, client, residual; the outcome). */
+  #trace(ctx: RequestContext, id: TraceId, status: number, success: boolean): void {
+    const tracer = this.router.tracer;
+    const now = Date.now();
+    const start = now - (performance.now() - ctx.started);
+    const rec = (annotation: Annotation, timestamp = now): void => tracer.record({ traceId: id, timestamp, annotation });
+    rec({ kind: 'serverRecv' }, start);
+    rec({ kind: 'binary', key: 'router.label', value: this.router.label }, start);
+    if (ctx.dst !== undefined) rec({ kind: 'binary', key: 'service', value: ctx.dst.show }, start);
+    const client = ctx.out.headers['prx-dst-client'];
+    if (typeof client === 'string') rec({ kind: 'binary', key: 'client', value: client });
+    const residual = ctx.out.headers['prx-dst-residual'];
+    rec({ kind: 'binary', key: 'residual', value: typeof residual === 'string' ? residual : '/' });
+    rec({ kind: 'binary', key: 'http.status', value: status });
+    rec({ kind: 'message', content: success ? 'prx.success' : 'prx.failure' });
+    rec({ kind: 'serverSend' });
   }
 
   #status(code: number): Counter {

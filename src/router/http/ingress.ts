@@ -61,6 +61,11 @@ export class RequestContext {
   traceId: TraceId | undefined;
   /** Status sent to the client (0 until the head is written). */
   status = 0;
+  /**
+   * The response's Content-Length as sent, for the access log (node does not keep headers given
+   * to `writeHead` as an object, so they cannot be read back from the response).
+   */
+  responseLength: number | undefined;
   #done = false;
   onDone: ((status: number, success: boolean) => void) | undefined;
   /** Whether the request body can be sent again (buffered or not yet read). */
@@ -210,7 +215,7 @@ export class RequestContext {
   accessLogEntry(status: number): AccessLogEntry {
     const req = this.req;
     const h = req.headers;
-    const cl = this.res?.getHeader('content-length');
+    const cl = this.responseLength;
     return {
       ...(typeof h.host === 'string' ? { host: h.host } : {}),
       remoteHost: req.socket.remoteAddress ?? '-',
