@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // `npm run bench`: every benchmark suite prx has, in order. Suites are separate scripts so each
-// runs in a fresh process (no JIT or heap state shared between them).
+// runs in a fresh process (no JIT or heap state shared between them). Arguments go to every
+// suite; each takes its own (`--json` for naming; `--rounds`, `--duration`, `--conns`, … for http).
+//   naming  the naming engine alone (dtab parse, lookups, bind latency)
+//   http    prx against direct, nginx, haproxy, node http-proxy and fastify through the shared
+//           harness (../shared/bench or $PRX_BENCH_HARNESS); skipped with a note when it is absent
 import { spawnSync } from 'node:child_process';
 
-const suites = ['scripts/bench-naming.mjs'];
+const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs'];
 for (const s of suites) {
   const r = spawnSync(process.execPath, [s, ...process.argv.slice(2)], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);

@@ -1,0 +1,151 @@
+// Renders the harness's results.json (../shared/bench, lib/report.js) as prx's benchmark table:
+// one row per target and concurrency, prx's ratios to its peers, and issue #4's targets checked.
+// Pure: takes the parsed JSON, returns Markdown.
+
+/** Row order of the table; `candidate` is prx (the harness names the candidate row so). */
+export const TARGET_ORDER = ['direct', 'candidate', 'nginx', 'haproxy', 'node-http-proxy', 'fastify'];
+
+/** Issue #4's targets for the router with the full stack on, one proxy core. */
+export const TARGETS = Object.freeze({
+  rpsOverNodeHttpProxy: 2,
+  cpuUsPerRequest: 40,
+  p99MsAt16: 1.5,
+  rssMB: 60, // decimal megabytes, as the issue writes them
+});
+
+const num = (v) => typeof v === 'number' && Number.isFinite(v);
+const int = (v) => (num(v) ? Math.round(v).toLocaleString('en-US') : '–');
+const ms = (us) => (num(us) ? (us / 1000).toFixed(us < 10000 ? 2 : 1) : '–');
+const times = (v) => (num(v) ? `${v.toFixed(2)}×` : '–');
+const mib = (kb) => (num(kb) ? (kb / 1024).toFixed(1) : '–');
+const ratio = (a, b) => (num(a) && num(b) && b !== 0 ? a / b : null);
+
+/** The HTTP/1.1 rows of a results.json, keyed `target|conns`. */
+function rowsByKey(results) {
+  const map = new Map();
+  for (const r of results.results ?? []) if (r.section === 'h1') map.set(`${r.target}|${r.conns}`, r);
+  return map;
+}
+
+/** The label shown for a target. */
+function label(target, candidateName) {
+  return target === 'candidate' ? `**${candidateName}**` : target;
+}
+
+/** Machine and run facts as bullet lines. */
+function facts(meta, resultsDir) {
+  const p = meta.params ?? {};
+  const v = meta.versions ?? {};
+  const pin = meta.pinning ?? {};
+  const gib = num(meta.mem_total_kb) ? Math.round(meta.mem_total_kb / 1048576) : '?';
+  const lines = [
+    `- Date (UTC): ${meta.date_utc}`,
+    `- Machine: ${meta.nproc} CPU(s), ${meta.cpu_model}, kernel ${meta.kernel}, ${gib} GiB RAM; load average at start ${meta.loadavg_start}`,
+    `- Pinning: ${pin.enabled ? `load generator and upstream on cpu${pin.loadgen_cpu}, proxy on cpu${pin.proxy_cpu}` : 'none'}`,
+    `- Load: wrk, 1 thread, keep-alive, GET / with a ${p.body_bytes}-byte body from the ${p.upstream} upstream; ${p.duration_s} s per measurement after ${p.warmup_s} s warm-up; ${p.rounds} round(s), medians over clean rounds`,
+    `- Versions: node ${v.node}; ${v.nginx}; ${v.haproxy}; ${Object.entries(v.npm_packages ?? {}).map(([k, q]) => `${k} ${q}`).join(', ')}`,
+  ];
+  if (meta.candidate?.cmd) lines.push(`- prx: \`${meta.candidate.cmd}\` on port ${meta.candidate.port}`);
+  if (resultsDir) lines.push(`- Harness results (results.md, results.json, raw runs): \`${resultsDir}\``);
+  return lines;
+}
+
+/** The main table: every target at every concurrency. */
+function table(rows, conns, candidateName) {
+  const out = [
+    '| target | conns | rps | p50 ms | p99 ms | p99.9 ms | errors | proxy CPU µs/req | proxy CPU % | proxy RSS MiB | clean rounds | limited by |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const c of conns) {
+    for (const t of TARGET_ORDER) {
+      const r = rows.get(`${t}|${c}`);
+      if (!r) continue;
+      // min–max over the rounds the median is taken from; one such round has no spread to show
+      const spread = num(r.rps_min) && num(r.rps_max) && r.rps_max > r.rps_min ? ` (${int(r.rps_min)}–${int(r.rps_max)})` : '';
+      out.push(
+        `| ${label(t, candidateName)} | ${c} | ${int(r.rps)}${spread} | ${ms(r.lat_us?.p50)} | ${ms(r.lat_us?.p99)} | ${ms(r.lat_us?.p999)} | ${r.errors_total ?? '–'} | ` +
+          `${t === 'direct' ? '–' : int(r.proxy_cpu_us_per_req)} | ${t === 'direct' ? '–' : int(r.proxy_cpu_pct)} | ${mib(r.proxy_rss_kb)} | ${r.rounds_clean}/${r.rounds} | ${r.bound ?? '–'} |`,
+      );
+    }
+  }
+  return out;
+}
+
+/** prx's throughput and p99 relative to each other target, per concurrency. */
+export function candidateRatios(results) {
+  const rows = rowsByKey(results);
+  const out = [];
+  for (const c of conns(results)) {
+    const me = rows.get(`candidate|${c}`);
+    if (!me) continue;
+    const vs = {};
+    for (const t of TARGET_ORDER) {
+      if (t === 'candidate') continue;
+      const peer = rows.get(`${t}|${c}`);
+      vs[t] = { rps: ratio(me.rps, peer?.rps), p99: ratio(me.lat_us?.p99, peer?.lat_us?.p99) };
+    }
+    out.push({ conns: c, vs });
+  }
+  return out;
+}
+
+/** Issue #4's targets, each with the measured figure and whether it is met. */
+export function targetChecks(results) {
+  const rows = rowsByKey(results);
+  const checks = [];
+  for (const c of conns(results)) {
+    const me = rows.get(`candidate|${c}`);
+    if (!me) continue;
+    const nhp = rows.get(`node-http-proxy|${c}`);
+    const x = ratio(me.rps, nhp?.rps);
+    checks.push({ what: `rps ≥ ${TARGETS.rpsOverNodeHttpProxy}× node-http-proxy at ${c} conns`, got: x === null ? '–' : `${x.toFixed(2)}×`, ok: x === null ? null : x >= TARGETS.rpsOverNodeHttpProxy });
+    const cpu = me.proxy_cpu_us_per_req;
+    checks.push({ what: `CPU ≤ ${TARGETS.cpuUsPerRequest} µs/request at ${c} conns`, got: num(cpu) ? `${cpu.toFixed(1)} µs` : '–', ok: num(cpu) ? cpu <= TARGETS.cpuUsPerRequest : null });
+    if (c === 16) {
+      const p99 = me.lat_us?.p99;
+      checks.push({ what: `p99 ≤ ${TARGETS.p99MsAt16} ms at 16 conns`, got: `${ms(p99)} ms`, ok: num(p99) ? p99 / 1000 <= TARGETS.p99MsAt16 : null });
+    }
+    const rssKb = Math.max(me.proxy_rss_kb ?? 0, me.proxy_hwm_kb ?? 0) || null;
+    const mb = num(rssKb) ? (rssKb * 1024) / 1e6 : null;
+    checks.push({ what: `RSS ≤ ${TARGETS.rssMB} MB under load at ${c} conns (peak)`, got: mb === null ? '–' : `${mb.toFixed(1)} MB`, ok: mb === null ? null : mb <= TARGETS.rssMB });
+  }
+  return checks;
+}
+
+/** The concurrencies measured, ascending. */
+function conns(results) {
+  const set = new Set();
+  for (const r of results.results ?? []) if (r.section === 'h1') set.add(r.conns);
+  return [...set].sort((a, b) => a - b);
+}
+
+/**
+ * The whole Markdown report. `resultsDir` is where the harness wrote its own files (quoted in the
+ * report); throws when the results hold no HTTP/1.1 rows at all.
+ */
+export function renderReport(results, resultsDir) {
+  const meta = results.meta ?? {};
+  const name = meta.candidate?.name || 'prx';
+  const rows = rowsByKey(results);
+  if (rows.size === 0) throw new Error('results.json has no HTTP/1.1 measurements');
+  const cs = conns(results);
+  const lines = [`# prx proxy benchmark — ${meta.date_utc ?? 'unknown date'}`, '', ...facts(meta, resultsDir), ''];
+  if ((results.skipped ?? []).length) lines.push(`**Skipped** (failed to start or to proxy correctly): ${results.skipped.join(', ')}`, '');
+  lines.push(...table(rows, cs, name), '');
+  const ratios = candidateRatios(results);
+  if (ratios.length === 0) {
+    lines.push(`**${name} was not measured** (see the harness log and \`run/candidate.log\` in the results folder).`, '');
+    return `${lines.join('\n')}\n`;
+  }
+  lines.push(`## ${name} relative to the others (same run)`, '');
+  const peers = TARGET_ORDER.filter((t) => t !== 'candidate');
+  lines.push(`| conns | ${peers.map((t) => `rps ×${t}`).join(' | ')} | ${peers.map((t) => `p99 ×${t}`).join(' | ')} |`);
+  lines.push(`|---:|${peers.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}|`);
+  for (const r of ratios) {
+    lines.push(`| ${r.conns} | ${peers.map((t) => times(r.vs[t]?.rps)).join(' | ')} | ${peers.map((t) => times(r.vs[t]?.p99)).join(' | ')} |`);
+  }
+  lines.push('', 'rps: higher is better; p99: lower is better.', '', `## Targets (issue #4)`, '', '| target | measured | met |', '|---|---:|:---:|');
+  for (const c of targetChecks(results)) lines.push(`| ${c.what} | ${c.got} | ${c.ok === null ? '?' : c.ok ? 'yes' : 'no'} |`);
+  lines.push('');
+  return `${lines.join('\n')}\n`;
+}

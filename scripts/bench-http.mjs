@@ -1,0 +1,310 @@
+#!/usr/bin/env node
+// HTTP proxy benchmark: drives the shared harness (../shared/bench/run.sh, or $PRX_BENCH_HARNESS)
+// with prx as the candidate, next to direct, nginx, haproxy, node http-proxy and fastify in the
+// same run, and writes bench/results/latest.md. Without the harness it says so and does nothing.
+//
+//   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"]
+//   node scripts/bench-http.mjs --profile [--duration 10]   # prx alone under wrk, node --cpu-prof
+//   node scripts/bench-http.mjs --report <harness results dir>  # re-render latest.md only
+//   node scripts/bench-http.mjs --analyze <file.cpuprofile>  # the profile tables of any profile
+//   node scripts/bench-http.mjs --render-config <file>     # bench/prx.yaml with the chosen ports
+//
+// Uses dist/ (npm run bench builds first).
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { cpus } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { parseDocument } from 'yaml';
+import { renderProfile } from '../bench/lib/profile.mjs';
+import { renderReport } from '../bench/lib/report.mjs';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CONFIG = join(REPO, 'bench', 'prx.yaml');
+const RESULTS = join(REPO, 'bench', 'results');
+/** The ports bench/prx.yaml is written for: the harness's default base port, prx's default port. */
+const DEFAULT_PORTS = Object.freeze({ upstream: 28080, proxy: 4140, admin: 9997 });
+const BODY = 'a'.repeat(64); // the harness's default body
+
+function usageError(message) {
+  process.stderr.write(`bench-http: ${message}\n`);
+  process.exit(2);
+}
+
+function wholeNumber(name, text, min) {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) < min) usageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function options(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        rounds: { type: 'string' },
+        duration: { type: 'string' },
+        conns: { type: 'string' },
+        harness: { type: 'string' },
+        'base-port': { type: 'string' },
+        'proxy-port': { type: 'string' },
+        'admin-port': { type: 'string' },
+        profile: { type: 'boolean', default: false },
+        report: { type: 'string' },
+        analyze: { type: 'string' },
+        'render-config': { type: 'string' },
+        md: { type: 'string' },
+        json: { type: 'boolean', default: false }, // the naming suite's flag: accepted, no effect here
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    usageError(e.message);
+  }
+  const conns = (parsed.conns ?? '16 128').split(/[\s,]+/).filter(Boolean);
+  for (const c of conns) wholeNumber('conns', c, 1);
+  return {
+    rounds: wholeNumber('rounds', parsed.rounds, 1) ?? 3,
+    duration: wholeNumber('duration', parsed.duration, 1) ?? 10,
+    conns: conns.join(' '),
+    harness: resolve(parsed.harness ?? process.env.PRX_BENCH_HARNESS ?? join(REPO, '..', 'shared', 'bench')),
+    basePort: wholeNumber('base-port', parsed['base-port'], 1024),
+    proxyPort: wholeNumber('proxy-port', parsed['proxy-port'], 1024),
+    adminPort: wholeNumber('admin-port', parsed['admin-port'], 1024),
+    profile: parsed.profile,
+    report: parsed.report,
+    analyze: parsed.analyze,
+    renderConfig: parsed['render-config'],
+    md: resolve(parsed.md ?? join(RESULTS, 'latest.md')),
+  };
+}
+
+/** bench/prx.yaml with other ports (comments kept), as YAML text. */
+function renderConfig({ upstream, proxy, admin }) {
+  const doc = parseDocument(readFileSync(CONFIG, 'utf8'));
+  const dtab = String(doc.getIn(['routers', 0, 'dtab']));
+  const target = `/$/inet/127.0.0.1/${DEFAULT_PORTS.upstream}`;
+  if (!dtab.includes(target)) throw new Error(`bench/prx.yaml: the dtab no longer routes to ${target}`);
+  doc.setIn(['routers', 0, 'dtab'], dtab.replace(target, `/$/inet/127.0.0.1/${upstream}`));
+  doc.setIn(['routers', 0, 'servers', 0, 'port'], proxy);
+  doc.setIn(['admin', 'port'], admin);
+  return doc.toString();
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+function portInUse(port) {
+  return new Promise((done) => {
+    const s = createServer();
+    s.once('error', () => done(true));
+    s.listen(port, '127.0.0.1', () => s.close(() => done(false)));
+  });
+}
+
+async function freePort() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** `wanted` if free, else (when it was only a default) a free port; a busy explicit port is an error. */
+async function choosePort(name, explicit, fallback) {
+  const port = explicit ?? fallback;
+  if (!(await portInUse(port))) return port;
+  if (explicit !== undefined) usageError(`--${name} ${port} is in use on 127.0.0.1`);
+  const other = await freePort();
+  process.stderr.write(`bench-http: port ${port} (${name}) is in use; using ${other}\n`);
+  return other;
+}
+
+const utcStamp = () => new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+
+function requireBuild() {
+  if (!existsSync(join(REPO, 'dist', 'cli', 'prx.js'))) usageError('dist/ is missing: run `npm run build` first (npm run bench does)');
+}
+
+function run(cmd, args, opts = {}) {
+  return new Promise((done, fail) => {
+    const child = spawn(cmd, args, { stdio: 'inherit', ...opts });
+    const forward = (sig) => child.kill(sig);
+    process.on('SIGINT', forward);
+    process.on('SIGTERM', forward);
+    child.once('error', fail);
+    child.once('exit', (code, signal) => {
+      process.off('SIGINT', forward);
+      process.off('SIGTERM', forward);
+      done(code ?? (signal ? 128 : 1));
+    });
+  });
+}
+
+function writeReport(resultsDir, mdFile) {
+  const results = JSON.parse(readFileSync(join(resultsDir, 'results.json'), 'utf8'));
+  const md = renderReport(results, resultsDir);
+  mkdirSync(dirname(mdFile), { recursive: true });
+  writeFileSync(mdFile, md);
+  process.stdout.write(`\n${md}\nwritten: ${mdFile}\n`);
+  return results;
+}
+
+async function harnessRun(o) {
+  const runSh = join(o.harness, 'run.sh');
+  if (!existsSync(runSh)) {
+    process.stdout.write(`proxy benchmark: no harness at ${o.harness} (set PRX_BENCH_HARNESS or --harness to the folder holding run.sh); skipped\n`);
+    return 0;
+  }
+  requireBuild();
+  const basePort = o.basePort ?? DEFAULT_PORTS.upstream;
+  const proxy = await choosePort('proxy-port', o.proxyPort, DEFAULT_PORTS.proxy);
+  const admin = await choosePort('admin-port', o.adminPort, DEFAULT_PORTS.admin);
+  const out = join(o.harness, 'results', `${utcStamp()}-prx`);
+  mkdirSync(out, { recursive: true });
+  let config = CONFIG;
+  if (basePort !== DEFAULT_PORTS.upstream || proxy !== DEFAULT_PORTS.proxy || admin !== DEFAULT_PORTS.admin) {
+    config = join(out, 'prx.yaml');
+    writeFileSync(config, renderConfig({ upstream: basePort, proxy, admin }));
+  }
+  const args = [
+    runSh,
+    '--proxy-cmd', `exec node ${join(REPO, 'bin', 'prx')} ${config}`,
+    '--proxy-port', String(proxy),
+    '--proxy-name', 'prx',
+    '--targets', 'direct,nginx,haproxy,node-http-proxy,fastify,candidate',
+    '--no-h2', // prx's h2 router is not in yet; the h2c section would measure peers only
+    '--rounds', String(o.rounds),
+    '--duration', String(o.duration),
+    '--conns', o.conns,
+    '--base-port', String(basePort),
+    '--out', out,
+  ];
+  process.stdout.write(`proxy benchmark: ${o.rounds} round(s) of ${o.duration} s per target and concurrency; harness ${o.harness}\n`);
+  const code = await run('bash', args, { cwd: REPO });
+  if (code === 3) process.stderr.write(`bench-http: the harness's tools are missing: run ${join(o.harness, 'setup.sh')} once\n`);
+  if (code !== 0) return code;
+  const results = writeReport(out, o.md);
+  if ((results.skipped ?? []).includes('candidate')) {
+    process.stderr.write(`bench-http: prx failed to start or to proxy; see ${join(out, 'run', 'candidate.log')}\n`);
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- profile
+
+/** GET / on the port until it answers with the body, or the deadline passes. */
+async function waitServing(port, deadlineMs) {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const body = await new Promise((done) => {
+      const req = request({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+        let b = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (b += c));
+        res.on('end', () => done(b));
+      });
+      req.on('error', () => done(null));
+      req.end();
+    });
+    if (body === BODY) return;
+    if (Date.now() > until) throw new Error(`nothing proxies GET / on 127.0.0.1:${port} (got ${JSON.stringify(body)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Runs `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
+function pinned(core, cmd, args) {
+  const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
+  return canPin ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
+}
+
+function stopped(child, timeoutMs) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+  });
+}
+
+/**
+ * Profiles prx alone: a Node upstream and wrk on cpu0, prx with --cpu-prof on cpu1, 2 s of warm-up
+ * then `duration` s at 16 connections; writes bench/results/profile.md (the top 15 functions by
+ * self time) next to the .cpuprofile.
+ */
+async function profileRun(o) {
+  requireBuild();
+  if (spawnSync('wrk', ['--version']).error) usageError('wrk is not installed (../shared/bench/setup.sh installs it)');
+  const dir = join(RESULTS, 'profile');
+  mkdirSync(dir, { recursive: true });
+  const upstream = await freePort();
+  const proxy = o.proxyPort ?? (await freePort());
+  const admin = o.adminPort ?? (await freePort());
+  const config = join(dir, 'prx.yaml');
+  writeFileSync(config, renderConfig({ upstream, proxy, admin }));
+  const children = [];
+  const started = (cmd, args, opts) => {
+    const [c, a] = pinned(opts.core, cmd, args);
+    const child = spawn(c, a, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ...opts.env } });
+    children.push(child);
+    return child;
+  };
+  const upstreamJs = `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
+  try {
+    started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(upstream), BODY } });
+    const prx = started(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', 'prx.cpuprofile', join(REPO, 'bin', 'prx'), config], { core: 1 });
+    await waitServing(proxy, 15000);
+    const wrk = (seconds) => pinned(0, 'wrk', ['-t1', '-c16', `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
+    spawnSync(...wrk(2), { stdio: 'ignore' });
+    const [c, a] = wrk(o.duration);
+    const load = spawnSync(c, a, { encoding: 'utf8' });
+    const rps = /Requests\/sec:\s+([\d.]+)/.exec(load.stdout ?? '')?.[1];
+    process.stdout.write(load.stdout ?? '');
+    prx.kill('SIGTERM'); // prx drains and exits; node writes the profile on exit
+    await stopped(prx, 15000);
+    const file = join(dir, 'prx.cpuprofile');
+    if (!existsSync(file)) throw new Error(`no profile written (${readdirSync(dir).join(', ')})`);
+    const md = `${renderProfile(JSON.parse(readFileSync(file, 'utf8')), {
+      repo: REPO,
+      title: `prx CPU profile: ${o.duration} s of wrk -c16 (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
+    })}\nProfile: \`${file}\` (open in Chrome DevTools or speedscope).\n`;
+    writeFileSync(join(RESULTS, 'profile.md'), md);
+    process.stdout.write(`\n${md}`);
+    return 0;
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((child) => stopped(child, 5000)));
+  }
+}
+
+async function main() {
+  const o = options(process.argv.slice(2));
+  if (o.renderConfig !== undefined) {
+    writeFileSync(o.renderConfig, renderConfig({
+      upstream: o.basePort ?? DEFAULT_PORTS.upstream, proxy: o.proxyPort ?? DEFAULT_PORTS.proxy, admin: o.adminPort ?? DEFAULT_PORTS.admin,
+    }));
+    return 0;
+  }
+  if (o.analyze !== undefined) {
+    process.stdout.write(renderProfile(JSON.parse(readFileSync(o.analyze, 'utf8')), { repo: REPO }));
+    return 0;
+  }
+  if (o.report !== undefined) {
+    writeReport(resolve(o.report), o.md);
+    return 0;
+  }
+  return o.profile ? profileRun(o) : harnessRun(o);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    process.stderr.write(`bench-http: ${e?.stack ?? e}\n`);
+    process.exit(1);
+  },
+);
