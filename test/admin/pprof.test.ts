@@ -61,6 +61,8 @@ function spinForProfile(ms: number): number {
 const callees: ((ms: number) => number)[] = [(ms) => ms, (ms) => ms + 1, (ms) => ms + 2, (ms) => ms + 3, spinForProfile];
 
 async function busyFor(totalMs: number, chunkMs: number, pauseMs = 0): Promise<void> {
+  // Let the admin request reach the profiler first: on a loaded machine it can take a while.
+  await new Promise((r) => setTimeout(r, 150));
   const end = Date.now() + totalMs;
   while (Date.now() < end) {
     for (const callee of callees) callee(chunkMs);
@@ -83,7 +85,7 @@ describe('pprof endpoints', () => {
   test('/admin/pprof/profile: a CPU profile in gzipped pprof that finds the busy function', T, async () => {
     const started = Date.now();
     const profile = fetchProfile(`${admin.url}/admin/pprof/profile?seconds=1&hz=200`);
-    await busyFor(1300, 20);
+    await busyFor(1500, 20);
     const p = await profile;
 
     assert.equal(p.stringTable[0], '', 'pprof requires an empty first string');
@@ -108,7 +110,7 @@ describe('pprof endpoints', () => {
   test('/admin/pprof/contention: only samples taken while the loop was blocked, weighted by delay', T, async () => {
     const profile = fetchProfile(`${admin.url}/admin/pprof/contention?seconds=1`);
     // Blocks of 60 ms with room between them for timers to notice.
-    await busyFor(1300, 60, 20);
+    await busyFor(1500, 60, 20);
     const p = await profile;
 
     assert.deepEqual(types(p), [['samples', 'count'], ['delay', 'nanoseconds']]);
