@@ -4,16 +4,16 @@
 // same run, and writes bench/results/latest.md. Without the harness it says so and does nothing.
 //
 //   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"]
-//   node scripts/bench-http.mjs --profile [--duration 10]   # prx alone under wrk, node --cpu-prof
+//   node scripts/bench-http.mjs --profile [--conns 16] [--duration 10]  # prx alone, node --cpu-prof
 //   node scripts/bench-http.mjs --report <harness results dir>  # re-render latest.md only
 //   node scripts/bench-http.mjs --analyze <file.cpuprofile>  # the profile tables of any profile
 //   node scripts/bench-http.mjs --render-config <file>     # bench/prx.yaml with the chosen ports
 //
 // Uses dist/ (npm run bench builds first).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import { cpus } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -234,8 +234,8 @@ function stopped(child, timeoutMs) {
 
 /**
  * Profiles prx alone: a Node upstream and wrk on cpu0, prx with --cpu-prof on cpu1, 2 s of warm-up
- * then `duration` s at 16 connections; writes bench/results/profile.md (the top 15 functions by
- * self time) next to the .cpuprofile.
+ * then `duration` s at the first of `--conns` connections; writes bench/results/profile-c<N>.md
+ * (the top 15 functions by self time) next to the .cpuprofile.
  */
 async function profileRun(o) {
   requireBuild();
@@ -245,8 +245,11 @@ async function profileRun(o) {
   const upstream = await freePort();
   const proxy = o.proxyPort ?? (await freePort());
   const admin = o.adminPort ?? (await freePort());
-  const config = join(dir, 'prx.yaml');
+  const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-profile-'));
+  const config = join(scratch, 'prx.yaml');
   writeFileSync(config, renderConfig({ upstream, proxy, admin }));
+  const conns = o.conns.split(' ')[0];
+  const name = `prx-c${conns}.cpuprofile`;
   const children = [];
   const started = (cmd, args, opts) => {
     const [c, a] = pinned(opts.core, cmd, args);
@@ -257,9 +260,9 @@ async function profileRun(o) {
   const upstreamJs = `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
   try {
     started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(upstream), BODY } });
-    const prx = started(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', 'prx.cpuprofile', join(REPO, 'bin', 'prx'), config], { core: 1 });
+    const prx = started(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name, join(REPO, 'bin', 'prx'), config], { core: 1 });
     await waitServing(proxy, 15000);
-    const wrk = (seconds) => pinned(0, 'wrk', ['-t1', '-c16', `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
+    const wrk = (seconds) => pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
     spawnSync(...wrk(2), { stdio: 'ignore' });
     const [c, a] = wrk(o.duration);
     const load = spawnSync(c, a, { encoding: 'utf8' });
@@ -267,18 +270,19 @@ async function profileRun(o) {
     process.stdout.write(load.stdout ?? '');
     prx.kill('SIGTERM'); // prx drains and exits; node writes the profile on exit
     await stopped(prx, 15000);
-    const file = join(dir, 'prx.cpuprofile');
+    const file = join(dir, name);
     if (!existsSync(file)) throw new Error(`no profile written (${readdirSync(dir).join(', ')})`);
     const md = `${renderProfile(JSON.parse(readFileSync(file, 'utf8')), {
       repo: REPO,
-      title: `prx CPU profile: ${o.duration} s of wrk -c16 (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
+      title: `prx CPU profile: ${o.duration} s of wrk -c${conns} (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
     })}\nProfile: \`${file}\` (open in Chrome DevTools or speedscope).\n`;
-    writeFileSync(join(RESULTS, 'profile.md'), md);
+    writeFileSync(join(RESULTS, `profile-c${conns}.md`), md);
     process.stdout.write(`\n${md}`);
     return 0;
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((child) => stopped(child, 5000)));
+    rmSync(scratch, { recursive: true, force: true });
   }
 }
 
