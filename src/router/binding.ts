@@ -1,4 +1,5 @@
 import { PrxError } from '../core/errors.js';
+import { formatFinagleDuration } from '../protocol/http/headers/proxy-errors.js';
 import type { Activity, BoundName, Closable, NameTree, State } from '../naming/index.js';
 
 /** The name bound to no destination (Neg, Empty, or no endpoints): Linkerd's 502 "Unable to route request!". */
@@ -15,7 +16,7 @@ export class BindingTimeoutError extends PrxError {
   readonly timeoutMs: number;
   readonly dst: string;
   constructor(timeoutMs: number, dst: string) {
-    super('PRX_ERR_BINDING_TIMEOUT', `Exceeded ${showDuration(timeoutMs)} binding timeout while resolving name: ${dst}`);
+    super('PRX_ERR_BINDING_TIMEOUT', `Exceeded ${formatFinagleDuration(timeoutMs)} binding timeout while resolving name: ${dst}`);
     this.timeoutMs = timeoutMs;
     this.dst = dst;
   }
@@ -26,15 +27,6 @@ export class BindingFailedError extends PrxError {
   constructor(dst: string, cause: Error) {
     super('PRX_ERR_BINDING_FAILED', `failed to bind ${dst}: ${cause.message}`, { cause });
   }
-}
-
-/** Finagle `Duration.toString`: whole seconds as `10.seconds`, else `1500.milliseconds`. */
-export function showDuration(ms: number): string {
-  if (ms % 1000 === 0) {
-    const s = ms / 1000;
-    return s === 1 ? '1.second' : `${s}.seconds`;
-  }
-  return ms === 1 ? '1.millisecond' : `${ms}.milliseconds`;
 }
 
 /**

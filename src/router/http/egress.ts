@@ -1,5 +1,7 @@
 import { Dtab } from '../../naming/index.js';
-import { renderError, clearResponseContext } from '../../protocol/http/headers/error-response.js';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { renderError, clearResponseContext, type RenderedError } from '../../protocol/http/headers/error-response.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
 import {
   ConflictingContentLengthError,
@@ -11,7 +13,7 @@ import {
 } from '../../protocol/http/headers/proxy-errors.js';
 import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
-import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
+import { BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
 import { ConnectionFailedError } from './client.js';
 import type { RequestContext } from './ingress.js';
 import type { Served } from './path-service.js';
@@ -29,7 +31,6 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
   if (err instanceof ConnectionFailedError) {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
-  if (err instanceof BindingFailedError) return new UpstreamFailureError(err);
   // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
   if ((err as { code?: unknown } | null)?.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return new ConflictingContentLengthError('response');
   return new UpstreamFailureError(err);
@@ -47,12 +48,7 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
   ctx.status = rendered.status;
   if (res === undefined) {
     // Upgrade request: answer on the raw socket.
-    const socket = ctx.socket;
-    if (socket !== undefined && socket.writable) {
-      let head = `HTTP/1.1 ${rendered.status} ${statusText(rendered.status)}\r\nconnection: close\r\n`;
-      for (const [k, v] of Object.entries(rendered.headers)) head += `${k}: ${v}\r\n`;
-      socket.end(Buffer.concat([Buffer.from(head + '\r\n'), rendered.body]));
-    }
+    if (ctx.socket !== undefined) endRawSocket(ctx.socket, rendered);
     ctx.finish(rendered.status, false);
     return;
   }
@@ -135,17 +131,21 @@ function drainRequest(ctx: RequestContext): void {
   if (!req.complete && !req.readableDidRead) req.resume();
 }
 
+/**
+ * Answers a proxy error on a socket node's HTTP server does not own (a malformed request, an
+ * upgrade request) and closes it.
+ */
+export function writeRawError(socket: Duplex, err: ProxyErrorResponse, maxHeadersKB: number): void {
+  endRawSocket(socket, renderError(err, { maxHeadersKB }));
+}
+
+function endRawSocket(socket: Duplex, rendered: RenderedError): void {
+  if (!socket.writable) return;
+  let head = `HTTP/1.1 ${rendered.status} ${statusText(rendered.status)}\r\nconnection: close\r\n`;
+  for (const [k, v] of Object.entries(rendered.headers)) head += `${k}: ${v}\r\n`;
+  socket.end(Buffer.concat([Buffer.from(head + '\r\n'), rendered.body]));
+}
+
 function statusText(status: number): string {
-  switch (status) {
-    case 101:
-      return 'Switching Protocols';
-    case 400:
-      return 'Bad Request';
-    case 502:
-      return 'Bad Gateway';
-    case 503:
-      return 'Service Unavailable';
-    default:
-      return 'Error';
-  }
+  return STATUS_CODES[status] ?? 'Error';
 }

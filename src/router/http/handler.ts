@@ -1,21 +1,17 @@
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
-import { Dtab, Path } from '../../naming/index.js';
 import { serverStats, type Counter, type Histogram, type SettableGauge, type StatsReceiver } from '../../service/stats/index.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle, type OutboundRequest } from './endpoint.js';
 import { RequestContext, type IngressResult } from './ingress.js';
-import { renderProxyError, writeErrorResponse, writeUpstreamHead } from './egress.js';
+import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
 import type { PathService } from './path-service.js';
 import type { Lease } from '../cache.js';
 import { isActivelyTracing, type Annotation, type TraceId } from '../../service/tracing.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
-
-/** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
-export const RETRY_BUFFER_BYTES = 8 * 1024;
+import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 
 interface ServerCounters {
   readonly requests: Counter;
@@ -199,7 +195,7 @@ export class HttpServerHandler {
     let lease: Lease<PathService> | undefined;
     try {
       const maxConcurrent = this.cfg.maxConcurrentRequests;
-      const ingress: IngressResult = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency(maxConcurrent) : await ctx.ingress();
+      const ingress: IngressResult = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency() : await ctx.ingress();
       if (ingress.kind === 'answered') return;
       lease = this.router.pathService(ingress.dst, ingress.localDtab);
       const svc = lease.value;
@@ -228,20 +224,6 @@ export class HttpServerHandler {
     }
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'HPE_URI_TOO_LONG' ? 414 : 400;
     const message = status === 431 ? 'request headers too large' : status === 414 ? 'request line too long' : `malformed request: ${err.message}`;
-    const body = Buffer.from(message);
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 414 ? 'URI Too Long' : 'Bad Request'}\r\n` +
-        `prx-err: ${encodeURIComponent(message).replace(/%20/g, '+')}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${message}`,
-    );
+    writeRawError(socket, new ProxyErrorResponse(status, message, false), this.router.cfg.maxHeadersKB);
   }
 }
-
-/** A TLS socket's peer certificate, when the server asked for one. */
-export function peerCertificate(req: IncomingMessage): ReturnType<TLSSocket['getPeerCertificate']> | undefined {
-  const s = req.socket as Partial<TLSSocket>;
-  if (typeof s.getPeerCertificate !== 'function') return undefined;
-  const cert = s.getPeerCertificate(false);
-  return cert !== null && Object.keys(cert).length > 0 ? cert : undefined;
-}
-
-export { Dtab, Path };

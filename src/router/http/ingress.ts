@@ -110,8 +110,7 @@ export class RequestContext {
     this.onDone?.(status, success);
   }
 
-  rejectConcurrency(max: number): IngressResult {
-    void max;
+  rejectConcurrency(): IngressResult {
     writeErrorResponse(this, new MaxConcurrentRequestsError());
     return ANSWERED;
   }

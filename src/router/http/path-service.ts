@@ -91,10 +91,6 @@ export class PathService implements Closable {
     s.gauge(['retries', 'budget'], () => this.#budget.balance);
   }
 
-  get classifier(): ResponseClassifier {
-    return this.#params.classifier;
-  }
-
   /**
    * Sends `out` until a response is accepted (or retries run out). `bindDeadline` bounds the wait
    * for a pending binding. `replayable` says whether the body can be sent again.

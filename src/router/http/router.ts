@@ -5,7 +5,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { lookupKind, type KindConfig } from '../../config/index.js';
 import type { Dtab} from '../../naming/index.js';
-import { readDtab, readPath, showTree, type BoundName, type NameInterpreter, type NameTree, type Path } from '../../naming/index.js';
+import { readDtab, readPath, showTree, leavesOf, type BoundName, type NameInterpreter, type Path } from '../../naming/index.js';
 import { routerStats, clientStats, pruneClient, pruneService, serviceStats, type StatsReceiver } from '../../service/stats/index.js';
 import type { Tracer } from '../../service/tracing.js';
 import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
@@ -200,7 +200,7 @@ export class HttpRouter implements RunningRouter {
     // Trees and bound names are cached per distinct binding result: refreshed when the tree changes.
     binding.onChange = (tree) => {
       const next = [this.trees.acquire(showTree(tree, showBound))];
-      for (const leaf of leavesOfBound(tree)) next.push(this.bounds.acquire(showBound(leaf)));
+      for (const leaf of leavesOf(tree)) next.push(this.bounds.acquire(showBound(leaf)));
       for (const l of leases) l.release();
       leases = next;
     };
@@ -255,25 +255,6 @@ export class HttpRouter implements RunningRouter {
 
 function showBound(b: BoundName): string {
   return b.residual.isEmpty ? b.idStr : `${b.idStr}${b.residual.show}`;
-}
-
-function leavesOfBound(tree: NameTree<BoundName>, out: BoundName[] = []): BoundName[] {
-  switch (tree.type) {
-    case 'leaf':
-      out.push(tree.value);
-      break;
-    case 'alt':
-      for (const t of tree.trees) leavesOfBound(t, out);
-      break;
-    case 'union':
-      for (const w of tree.trees) leavesOfBound(w.tree, out);
-      break;
-    case 'neg':
-    case 'fail':
-    case 'empty':
-      break;
-  }
-  return out;
 }
 
 function buildInterpreter(cfg: KindConfig, ctx: RouterContext, log: Logger): NameInterpreter {
