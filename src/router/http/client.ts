@@ -3,7 +3,7 @@ import { PrxError } from '../../core/errors.js';
 import { addressKey, type Addr, type BoundName, type Closable } from '../../naming/index.js';
 import type { Balancer, BalancerFactory } from '../../service/balancer/types.js';
 import { RetryBudget } from '../../service/policy/index.js';
-import { clientServiceStats, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
+import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { NoBrokersAvailableError } from '../binding.js';
 import { Endpoint, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
@@ -109,7 +109,7 @@ export class HttpClient implements Closable {
   readonly #requeueExhausted: Counter;
   readonly #removals: Counter;
   readonly #revivals: Counter;
-  readonly #statusCounters = new Map<number, Counter>();
+  readonly #statuses: StatusCodeCounters;
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
 
@@ -121,6 +121,7 @@ export class HttpClient implements Closable {
     this.#balancer = params.balancer<Endpoint>();
     this.#requeueBudget = new RetryBudget(params.requeueBudget);
     this.#counters = counters(stats);
+    this.#statuses = new StatusCodeCounters(stats);
     this.#requeues = stats.counter('retries', 'requeues');
     this.#requeueExhausted = stats.counter('retries', 'budget_exhausted');
     this.#removals = stats.counter('failure_accrual', 'removals');
@@ -208,9 +209,7 @@ export class HttpClient implements Closable {
     s.requests.incr();
     (success ? s.success : s.failures).incr();
     s.latency.add(latency);
-    const status = attempt.exchange.status;
-    this.#status(status).incr();
-    this.#status(Math.floor(status / 100)).incr();
+    this.#statuses.record(attempt.exchange.status);
     this.recordOutcome(attempt.endpoint, success, latency);
   }
 
@@ -272,16 +271,6 @@ export class HttpClient implements Closable {
     }
     this.#endpoints.clear();
     for (const [k, e] of next) this.#endpoints.set(k, e);
-  }
-
-  #status(code: number): Counter {
-    let c = this.#statusCounters.get(code);
-    if (c === undefined) {
-      // Codes below 10 stand for their class: 5 → `status/5XX`.
-      c = this.#stats.counter('status', code < 10 ? `${code}XX` : String(code));
-      this.#statusCounters.set(code, c);
-    }
-    return c;
   }
 
   #serviceCounters(service: string): ClientCounters {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { serverStats, type Counter, type Histogram, type SettableGauge, type StatsReceiver } from '../../service/stats/index.js';
+import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle, type OutboundRequest } from './endpoint.js';
@@ -20,8 +20,7 @@ interface ServerCounters {
   readonly latency: Histogram;
   readonly pending: SettableGauge;
   readonly connections: SettableGauge;
-  readonly statuses: Map<number, Counter>;
-  readonly scope: StatsReceiver;
+  readonly statuses: StatusCodeCounters;
 }
 
 /**
@@ -107,8 +106,7 @@ export class HttpServerHandler {
       latency: scope.stat('request_latency_ms'),
       pending: scope.settableGauge('pending'),
       connections: scope.settableGauge('connections'),
-      statuses: new Map(),
-      scope,
+      statuses: new StatusCodeCounters(scope),
     };
     scope.gauge(['load'], () => this.#inflight);
   }
@@ -151,8 +149,7 @@ export class HttpServerHandler {
       (success ? c.success : c.failures).incr();
       c.latency.add(performance.now() - ctx.started);
       if (status > 0) {
-        this.#status(status).incr();
-        this.#status(Math.floor(status / 100)).incr();
+        c.statuses.record(status);
       }
     }
     this.router.accessLog?.log(ctx.accessLogEntry(status));
@@ -179,16 +176,6 @@ export class HttpServerHandler {
     rec({ kind: 'binary', key: 'http.status', value: status });
     rec({ kind: 'message', content: success ? 'prx.success' : 'prx.failure' });
     rec({ kind: 'serverSend' });
-  }
-
-  #status(code: number): Counter {
-    const c = this.#c as ServerCounters;
-    let counter = c.statuses.get(code);
-    if (counter === undefined) {
-      counter = c.scope.counter('status', code < 10 ? `${code}XX` : String(code));
-      c.statuses.set(code, counter);
-    }
-    return counter;
   }
 
   async #serve(ctx: RequestContext): Promise<void> {

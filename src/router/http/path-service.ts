@@ -1,7 +1,7 @@
 import { AttemptTimeoutError, TotalTimeoutError } from '../../protocol/http/headers/proxy-errors.js';
 import type { BoundName, Closable, Dtab } from '../../naming/index.js';
 import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
-import { NO_BACKOFF, RetryBudget, type Backoff } from '../../service/policy/index.js';
+import { NO_BACKOFF, RetryBudget, type Backoff, type BackoffStream } from '../../service/policy/index.js';
 import type { Counter, Histogram, StatsReceiver } from '../../service/stats/index.js';
 import { BindingFailedError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
 import type { Lease } from '../cache.js';
@@ -107,7 +107,8 @@ export class PathService implements Closable {
     this.#budget.deposit();
     const totalMs = p.totalTimeoutMs;
     const totalDeadline = totalMs === undefined ? Infinity : started + totalMs;
-    const backoff = (p.backoff ?? NO_BACKOFF).stream();
+    // Made on the first retry: most requests never need one.
+    let backoff: BackoffStream | undefined;
     let retries = 0;
     try {
       for (;;) {
@@ -140,6 +141,7 @@ export class PathService implements Closable {
           lease.release();
         }
         if (responseClass === 'retryableFailure' && replayable()) {
+          backoff ??= (p.backoff ?? NO_BACKOFF).stream();
           const wait = backoff.nextMs();
           if (performance.now() + wait < totalDeadline) {
             if (this.#budget.tryWithdraw()) {

@@ -40,3 +40,4 @@ export {
   serverStats,
   serviceStats,
 } from './scopes.js';
+export { StatusCodeCounters } from './status-codes.js';
