@@ -24,11 +24,11 @@ export interface Lease<V> {
  * every entry is busy, the request gets a one-shot value that is closed after use. Entries idle
  * for `idleTtlMs` are closed by a sweep. Stats: `misses`, `evicts`, `oneshots`, `idle_expired`.
  */
-export class BindingCache<V extends Closable> {
+export class BindingCache<V extends Closable, A = undefined, B = undefined> {
   readonly #slots = new Map<string, Slot<V>>();
   readonly #capacity: number;
   readonly #idleTtlMs: number;
-  readonly #build: (key: string) => V;
+  readonly #build: (key: string, a: A, b: B) => V;
   readonly #clock: () => number;
   readonly #misses: Counter;
   readonly #evicts: Counter;
@@ -39,7 +39,8 @@ export class BindingCache<V extends Closable> {
   constructor(opts: {
     readonly capacity: number;
     readonly idleTtlMs: number;
-    readonly build: (key: string) => V;
+    /** Builds the value of a missing key from what the caller passed to {@link acquire}. */
+    readonly build: (key: string, a: A, b: B) => V;
     readonly stats: StatsReceiver;
     readonly clock?: () => number;
     /** Sweep period; defaults to a quarter of the TTL, at most a minute. */
@@ -65,17 +66,20 @@ export class BindingCache<V extends Closable> {
     return this.#slots.size;
   }
 
-  /** Borrows the value for `key`, building it on a miss. */
-  acquire(key: string): Lease<V> {
+  /**
+   * Borrows the value for `key`, building it on a miss from `a` and `b` (what the key was derived
+   * from; passed as arguments so a hit allocates nothing for them).
+   */
+  acquire(key: string, a: A, b: B): Lease<V> {
     let slot = this.#slots.get(key);
     if (slot === undefined) {
       this.#misses.incr();
       if (this.#slots.size >= this.#capacity && !this.#evictOne()) {
         this.#oneshots.incr();
-        const value = this.#build(key);
+        const value = this.#build(key, a, b);
         return { value, release: () => value.close() };
       }
-      slot = { value: this.#build(key), lastUsed: 0, active: 0 };
+      slot = { value: this.#build(key, a, b), lastUsed: 0, active: 0 };
       this.#slots.set(key, slot);
     }
     slot.active++;

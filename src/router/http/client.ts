@@ -113,8 +113,12 @@ export class HttpClient implements Closable {
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
 
-  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger) {
+  readonly #onClose: (() => void) | undefined;
+
+  /** `onClose` runs once the client is closed (its cache entry evicted): the owner's clean-up. */
+  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger, onClose?: () => void) {
     this.id = name.idStr;
+    this.#onClose = onClose;
     this.#params = params;
     this.#stats = stats;
     this.#log = log;
@@ -234,6 +238,7 @@ export class HttpClient implements Closable {
     for (const e of this.#endpoints.values()) void e.close();
     this.#endpoints.clear();
     this.#balancer.update([]);
+    this.#onClose?.();
   }
 
   /** Closes every connection now (forced shutdown). */

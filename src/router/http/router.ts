@@ -49,18 +49,14 @@ export class HttpRouter implements RunningRouter {
   readonly tracer: Tracer;
   readonly params: HttpParams;
   readonly accessLog: AccessLog | undefined;
-  readonly paths: BindingCache<PathService>;
+  readonly paths: BindingCache<PathService, Path, Dtab>;
   readonly trees: BindingCache<Closable>;
   readonly bounds: BindingCache<Closable>;
-  readonly clients: BindingCache<HttpClient>;
+  readonly clients: BindingCache<HttpClient, BoundName>;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
   readonly trace: (ctx: RequestContext, headers: IncomingHttpHeaders) => void;
   readonly #clientParams = new Map<string, ResolvedClient>();
   readonly #servers: ServerHandle[] = [];
-  /** The bound name a client-cache build is for (set just before `clients.acquire`). */
-  #building: BoundName | undefined;
-  /** The path service a path-cache build is for. */
-  #buildingPath: { dst: Path; localDtab: Dtab } | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(cfg: HttpRouterConfig, ctx: RouterContext) {
@@ -97,10 +93,10 @@ export class HttpRouter implements RunningRouter {
     const cache = cfg.bindingCache;
     const ttl = cache.idleTtlSecs * 1000;
     const bindcache = this.stats.scope('bindcache');
-    this.paths = new BindingCache({ capacity: cache.paths, idleTtlMs: ttl, stats: bindcache.scope('path'), build: (k) => this.#buildPath(k) });
+    this.paths = new BindingCache({ capacity: cache.paths, idleTtlMs: ttl, stats: bindcache.scope('path'), build: (_k, dst, localDtab) => this.#buildPath(dst, localDtab) });
     this.trees = new BindingCache({ capacity: cache.trees, idleTtlMs: ttl, stats: bindcache.scope('tree'), build: () => NOOP_ENTRY });
     this.bounds = new BindingCache({ capacity: cache.bounds, idleTtlMs: ttl, stats: bindcache.scope('bound'), build: () => NOOP_ENTRY });
-    this.clients = new BindingCache({ capacity: cache.clients, idleTtlMs: ttl, stats: bindcache.scope('client'), build: (k) => this.#buildClient(k) });
+    this.clients = new BindingCache({ capacity: cache.clients, idleTtlMs: ttl, stats: bindcache.scope('client'), build: (id, name) => this.#buildClient(id, name) });
     for (const s of cfg.servers) {
       const handler = new HttpServerHandler(this, s);
       const server = s.tls === undefined ? createHttpServer(handler.serverOptions) : createHttpsServer({ ...handler.serverOptions, ...tlsOptions(s.tls) });
@@ -123,8 +119,7 @@ export class HttpRouter implements RunningRouter {
   /** Borrows the path service for a logical name and request dtab. */
   pathService(dst: Path, localDtab: Dtab): Lease<PathService> {
     const key = localDtab.size === 0 ? dst.show : `${dst.show} ${localDtab.show}`;
-    this.#buildingPath = { dst, localDtab };
-    return this.paths.acquire(key);
+    return this.paths.acquire(key, dst, localDtab);
   }
 
   /** Resolved client parameters for a client id (cached while the client is). */
@@ -189,24 +184,21 @@ export class HttpRouter implements RunningRouter {
     await this.accessLog?.close();
   }
 
-  #buildPath(key: string): PathService {
-    const b = this.#buildingPath;
-    if (b === undefined) throw new Error(`path cache build without a name (${key})`);
-    this.#buildingPath = undefined;
-    const dst = b.dst.show;
-    const dtab = b.localDtab.size === 0 ? this.baseDtab : this.baseDtab.concat(b.localDtab);
-    const binding = new PathBinding(dst, this.interpreter.bind(dtab, b.dst));
+  #buildPath(name: Path, localDtab: Dtab): PathService {
+    const dst = name.show;
+    const dtab = localDtab.size === 0 ? this.baseDtab : this.baseDtab.concat(localDtab);
+    const binding = new PathBinding(dst, this.interpreter.bind(dtab, name));
     let leases: Lease<Closable>[] = [];
     // Trees and bound names are cached per distinct binding result: refreshed when the tree changes.
     binding.onChange = (tree) => {
-      const next = [this.trees.acquire(showTree(tree, showBound))];
-      for (const leaf of leavesOf(tree)) next.push(this.bounds.acquire(showBound(leaf)));
+      const next = [this.trees.acquire(showTree(tree, showBound), undefined, undefined)];
+      for (const leaf of leavesOf(tree)) next.push(this.bounds.acquire(showBound(leaf), undefined, undefined));
       for (const l of leases) l.release();
       leases = next;
     };
     return new PathService({
       dst,
-      localDtab: b.localDtab,
+      localDtab,
       binding,
       params: this.params.service(dst),
       host: this.#pathHost,
@@ -222,8 +214,7 @@ export class HttpRouter implements RunningRouter {
 
   readonly #pathHost: PathServiceHost = {
     client: (name) => {
-      this.#building = name;
-      return this.clients.acquire(name.idStr);
+      return this.clients.acquire(name.idStr, name, undefined);
     },
     attemptTimeoutMs: (id) => this.clientParams(id).attemptTimeoutMs,
     prepareAttempt: (out, name, id) => {
@@ -237,19 +228,11 @@ export class HttpRouter implements RunningRouter {
     },
   };
 
-  #buildClient(id: string): HttpClient {
-    const name = this.#building;
-    if (name === undefined || name.idStr !== id) throw new Error(`client cache build without a bound name (${id})`);
-    this.#building = undefined;
-    const stats = clientStats(this.stats, id);
-    const client = new HttpClient(name, this.clientParams(id).client, stats, this.log);
-    const close = client.close.bind(client);
-    client.close = () => {
-      close();
+  #buildClient(id: string, name: BoundName): HttpClient {
+    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, () => {
       this.#clientParams.delete(id);
       pruneClient(this.stats, id);
-    };
-    return client;
+    });
   }
 }
 
