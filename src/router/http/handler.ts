@@ -119,27 +119,27 @@ export class HttpServerHandler {
 
   onRequest(req: IncomingMessage, res: ServerResponse): void {
     const ctx = new RequestContext(this, req, res);
-    this.#begin(ctx);
+    this.#begin();
     void this.#serve(ctx);
   }
 
   onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const ctx = RequestContext.forUpgrade(this, req, socket, head);
-    this.#begin(ctx);
+    this.#begin();
     void this.#serve(ctx);
   }
 
-  #begin(ctx: RequestContext): void {
+  #begin(): void {
     this.#inflight++;
     const c = this.#c;
     if (c !== undefined) {
       c.requests.incr();
       c.pending.add(1);
     }
-    ctx.onDone = (status, success) => this.#end(ctx, status, success);
   }
 
-  #end(ctx: RequestContext, status: number, success: boolean): void {
+  /** A request completed (called once by its context): stats, trace, access log, drain. */
+  end(ctx: RequestContext, status: number, success: boolean): void {
     this.#inflight--;
     const traceId = ctx.traceId;
     if (traceId !== undefined && isActivelyTracing(this.router.tracer, traceId)) this.#trace(ctx, traceId, status, success);

@@ -67,7 +67,6 @@ export class RequestContext {
    */
   responseLength: number | undefined;
   #done = false;
-  onDone: ((status: number, success: boolean) => void) | undefined;
   /** Whether the request body can be sent again (buffered or not yet read). */
   readonly replayable = (): boolean => {
     const b = this.out.body;
@@ -107,7 +106,7 @@ export class RequestContext {
   finish(status: number, success: boolean): void {
     if (this.#done) return;
     this.#done = true;
-    this.onDone?.(status, success);
+    this.handler.end(this, status, success);
   }
 
   rejectConcurrency(): IngressResult {
