@@ -5,22 +5,20 @@
 // which the http router does not do yet.
 import assert from 'node:assert/strict';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import * as http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import '../../src/cli/builtins.js';
-import { startProxy, type ProxyProcess, type ProxyProcessOptions } from '../../src/cli/proxy-process.js';
-import { effectiveConfigJson, intInRange, ip, LOOPBACK, routerBaseShape, serverList, validateProxyConfig } from '../../src/config/index.js';
+import { effectiveConfigJson, intInRange, ip, LOOPBACK, routerBaseShape, serverList } from '../../src/config/index.js';
 import { ConfiguredNamersInterpreter, readDtab, readPath } from '../../src/naming/index.js';
 import { defineProtocol, type RunningRouter, type ServerAddress } from '../../src/router/types.js';
 import { routerStats, serverStats } from '../../src/service/stats/index.js';
 import { randomSpanId, TraceId } from '../../src/service/tracing.js';
-import { getJson, quietLogs, request, type MemoryLog } from '../admin/helpers.js';
+import { getJson, request } from '../admin/helpers.js';
+import { freePort, routerPort, start, withDisco, type Started } from './proxy-helpers.js';
 
 const testServer = z.strictObject({ port: intInRange(0, 65535).default(0), ip: ip.default(LOOPBACK) });
 const testRouter = z.strictObject({ ...routerBaseShape, protocol: z.literal('test'), servers: serverList(testServer) });
@@ -88,15 +86,6 @@ defineProtocol({
   },
 });
 
-/** A port that was free a moment ago (config ports must be real numbers, not 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /** A GET with exactly these headers (fetch may not set Host). */
 function rawGet(
   port: number,
@@ -113,33 +102,6 @@ function rawGet(
     req.on('error', reject);
     req.end();
   });
-}
-
-/** An fs namer directory: `hello` is the backend, `world` an address nothing listens on. */
-function withDisco(backendPort: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'prx-disco-'));
-  writeFileSync(join(dir, 'hello'), `127.0.0.1 ${backendPort}\n`);
-  writeFileSync(join(dir, 'world'), '127.0.0.1 9 * 2\n');
-  return dir;
-}
-
-interface Started {
-  readonly proxy: ProxyProcess;
-  readonly sink: MemoryLog;
-  readonly admin: string;
-}
-
-async function start(raw: Record<string, unknown>, options: Omit<ProxyProcessOptions, 'logs'> = {}): Promise<Started> {
-  const { logs, sink } = quietLogs();
-  const config = validateProxyConfig(raw);
-  const proxy = await startProxy(config, { logs, usageEnvironment: { pid: 'test-pid', startTime: new Date(0) }, ...options });
-  return { proxy, sink, admin: proxy.admin.url };
-}
-
-function routerPort(proxy: ProxyProcess, label: string): number {
-  const port = proxy.addresses.find((a) => a.label === label)?.servers[0]?.port;
-  assert.ok(port !== undefined, `router ${label} has a server`);
-  return port;
 }
 
 describe('proxy process: admin wiring', () => {

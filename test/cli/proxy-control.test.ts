@@ -2,25 +2,15 @@
 // shutdown through the admin interface, start-up failures, usage reports, and how interpreters
 // (io.prx.fs, transformers) show through the admin interface. Routers are real `http` ones.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import '../../src/cli/builtins.js';
-import { ProxyStartError, startProxy, type ProxyProcess, type ProxyProcessOptions } from '../../src/cli/proxy-process.js';
-import { validateProxyConfig } from '../../src/config/index.js';
-import { getJson, quietLogs, request, type MemoryLog } from '../admin/helpers.js';
-
-/** A port that was free a moment ago (config ports must be real numbers, not 0). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { ProxyStartError } from '../../src/cli/proxy-process.js';
+import { getJson, request } from '../admin/helpers.js';
+import { freePort, routerPort, start, withDisco } from './proxy-helpers.js';
 
 /** Resolves whether something accepts TCP connections on 127.0.0.1:port. */
 function accepts(port: number): Promise<boolean> {
@@ -31,33 +21,6 @@ function accepts(port: number): Promise<boolean> {
     });
     socket.on('error', () => resolve(false));
   });
-}
-
-/** An fs namer directory: `hello` is the backend, `world` an address nothing listens on. */
-function withDisco(backendPort: number): string {
-  const dir = mkdtempSync(join(tmpdir(), 'prx-disco-'));
-  writeFileSync(join(dir, 'hello'), `127.0.0.1 ${backendPort}\n`);
-  writeFileSync(join(dir, 'world'), '127.0.0.1 9 * 2\n');
-  return dir;
-}
-
-interface Started {
-  readonly proxy: ProxyProcess;
-  readonly sink: MemoryLog;
-  readonly admin: string;
-}
-
-async function start(raw: Record<string, unknown>, options: Omit<ProxyProcessOptions, 'logs'> = {}): Promise<Started> {
-  const { logs, sink } = quietLogs();
-  const config = validateProxyConfig(raw);
-  const proxy = await startProxy(config, { logs, usageEnvironment: { pid: 'test-pid', startTime: new Date(0) }, ...options });
-  return { proxy, sink, admin: proxy.admin.url };
-}
-
-function routerPort(proxy: ProxyProcess, label: string): number {
-  const port = proxy.addresses.find((a) => a.label === label)?.servers[0]?.port;
-  assert.ok(port !== undefined, `router ${label} has a server`);
-  return port;
 }
 
 describe('proxy process: admin security and shutdown', () => {
