@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { type ConnectionOptions, checkServerIdentity } from 'node:tls';
+import { z } from 'zod';
+import { addIssue, filePath, nonEmptyString } from '../../config/index.js';
+
+/**
+ * The namer TLS object of the key-value stores (`io.prx.kvstore`, `io.prx.kvstore2`): the server
+ * certificate must be valid for `commonName` (unless `disableValidation`, which skips the
+ * host-name check only), be signed by `trustCertsBundle`/`trustCerts` (else the system roots), and
+ * `clientAuth` presents a client certificate (PKCS#8 key).
+ */
+export const namerTlsSchema = z
+  .strictObject({
+    disableValidation: z.boolean().default(false),
+    commonName: nonEmptyString.optional(),
+    /** Deprecated: CA certificate files, one per entry. */
+    trustCerts: z.array(filePath).default([]),
+    trustCertsBundle: filePath.optional(),
+    clientAuth: z.strictObject({ certPath: filePath, keyPath: filePath }).optional(),
+  })
+  .superRefine((tls, ctx) => {
+    if (!tls.disableValidation && tls.commonName === undefined) {
+      addIssue(ctx, ['commonName'], 'required unless disableValidation is true');
+    }
+    if (tls.disableValidation && tls.clientAuth !== undefined) {
+      addIssue(ctx, ['clientAuth'], 'cannot be combined with disableValidation');
+    }
+  });
+
+export type NamerTlsConfig = z.output<typeof namerTlsSchema>;
+
+/** The files of a TLS config, read once when the store is created. */
+export interface TlsMaterial {
+  /** Trusted CAs (PEM, concatenated); undefined = the system roots. */
+  readonly ca: Buffer | undefined;
+  readonly cert: Buffer | undefined;
+  readonly key: Buffer | undefined;
+  readonly commonName: string | undefined;
+  readonly disableValidation: boolean;
+}
+
+export function loadTlsMaterial(cfg: NamerTlsConfig): TlsMaterial {
+  const caFiles = [...cfg.trustCerts, ...(cfg.trustCertsBundle === undefined ? [] : [cfg.trustCertsBundle])];
+  return {
+    ca: caFiles.length === 0 ? undefined : Buffer.concat(caFiles.map((f) => readFileSync(f))),
+    cert: cfg.clientAuth === undefined ? undefined : readFileSync(cfg.clientAuth.certPath),
+    key: cfg.clientAuth === undefined ? undefined : readFileSync(cfg.clientAuth.keyPath),
+    commonName: cfg.commonName,
+    disableValidation: cfg.disableValidation,
+  };
+}
+
+/** Node `tls.connect` options for {@link TlsMaterial} (used by the HTTP-based stores). */
+export function nodeTlsOptions(m: TlsMaterial): ConnectionOptions {
+  const cn = m.commonName;
+  return {
+    ...(m.ca === undefined ? {} : { ca: m.ca }),
+    ...(m.cert === undefined ? {} : { cert: m.cert }),
+    ...(m.key === undefined ? {} : { key: m.key }),
+    ...(cn === undefined ? {} : { servername: cn }),
+    // The certificate chain is always verified; only the name check is replaced: against the
+    // configured common name instead of the host dialled, or skipped with disableValidation.
+    checkServerIdentity: (host, cert) => {
+      if (m.disableValidation) return undefined;
+      return checkServerIdentity(cn ?? host, cert);
+    },
+  };
+}
