@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { SocketOptionsConfig } from '../config/resolver-config.js';
 import { errorMessage } from '../core/errors.js';
 import { getLogger, type Logger } from '../core/log.js';
 import {
@@ -40,6 +41,8 @@ export interface AdminServerOptions {
   /** Larger request bodies get 413. Defaults to 1 MiB. */
   readonly maxBodyBytes?: number;
   readonly logger?: Logger;
+  /** The resolver's `admin.socketOptions`; the proxy's admin uses Node's defaults. */
+  readonly socketOptions?: SocketOptionsConfig;
 }
 
 /** An endpoint as listed by the `/admin` index. */
@@ -131,7 +134,9 @@ export class AdminServer {
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, ip, () => {
+        // `reusePort` is validated against the Node version by the config schema.
+        const reusePort = this.#options.socketOptions?.reusePort === true ? { reusePort: true } : {};
+        server.listen({ port, host: ip, ...reusePort }, () => {
           server.off('error', reject);
           resolve();
         });
@@ -174,8 +179,11 @@ export class AdminServer {
     const listener = (req: http.IncomingMessage, res: http.ServerResponse): void => {
       void this.#serve(req, res);
     };
-    const tls = this.#options.tls;
-    if (!tls) return http.createServer(listener);
+    const { tls, socketOptions } = this.#options;
+    const serverOptions: http.ServerOptions = {
+      ...(socketOptions ? { noDelay: socketOptions.noDelay, keepAlive: socketOptions.keepAlive } : {}),
+    };
+    if (!tls) return this.#applyTimeout(http.createServer(serverOptions, listener));
     const read = async (path: string): Promise<Buffer> => {
       try {
         return await readFile(path);
@@ -189,10 +197,16 @@ export class AdminServer {
       tls.caCertPath === undefined ? undefined : read(tls.caCertPath),
     ]);
     const clientAuth = ca !== undefined;
-    return https.createServer(
-      { cert, key, ...(clientAuth ? { ca, requestCert: true, rejectUnauthorized: true } : {}) },
-      listener,
+    return this.#applyTimeout(
+      https.createServer({ ...serverOptions, cert, key, ...(clientAuth ? { ca, requestCert: true, rejectUnauthorized: true } : {}) }, listener),
     );
+  }
+
+  /** Node's socket timeout counts reads and writes alike: `readTimeoutMs` is an idle-connection timeout. */
+  #applyTimeout<S extends http.Server>(server: S): S {
+    const ms = this.#options.socketOptions?.readTimeoutMs;
+    if (ms !== undefined) server.timeout = ms;
+    return server;
   }
 
   #match(path: string): Match | undefined {
@@ -276,7 +290,13 @@ export class AdminServer {
       'content-length': body.byteLength,
     });
     const { onSent } = response;
+    // `writeTimeoutMs`: a client that does not take a (large) response in time is dropped.
+    const writeTimeoutMs = this.#options.socketOptions?.writeTimeoutMs;
+    const stalled = writeTimeoutMs === undefined ? undefined : setTimeout(() => res.destroy(), writeTimeoutMs);
+    stalled?.unref();
+    if (stalled) res.once('close', () => clearTimeout(stalled));
     res.end(body, () => {
+      if (stalled) clearTimeout(stalled);
       if (!onSent) return;
       try {
         onSent();

@@ -138,6 +138,34 @@ export function addrJson(a: Addr): AddrJson {
   }
 }
 
+/**
+ * The first address of `name` that is not pending (what a delegation view shows for a leaf);
+ * rejects, and stops observing, when `signal` aborts first.
+ */
+export function firstAddr(name: BoundName, signal: AbortSignal): Promise<Addr> {
+  return new Promise<Addr>((resolve, reject) => {
+    let done = false;
+    const onAbort = (): void => {
+      if (done) return;
+      done = true;
+      sub.close();
+      reject(new Error('aborted'));
+    };
+    const sub = name.addr.observe((a) => {
+      if (done || a.kind === 'pending') return;
+      done = true;
+      signal.removeEventListener('abort', onAbort);
+      // The observer may be called during observe(), before `sub` exists.
+      queueMicrotask(() => sub.close());
+      resolve(a);
+    });
+    if (!done) {
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+}
+
 export interface DelegateJsonOptions {
   /** Leaves carry `bound.addr` (the first non-pending address set) when given. */
   resolveAddr?: (name: BoundName) => Promise<Addr>;

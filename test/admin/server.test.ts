@@ -3,6 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as net from 'node:net';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -304,5 +306,39 @@ describe('AdminServer over TLS', () => {
       assert.match((e as Error).message, /missing\.crt/);
       return true;
     });
+  });
+});
+
+describe('socketOptions (the resolver\'s admin)', () => {
+  const idleFor = async (server: AdminServer, ms: number): Promise<boolean> => {
+    const socket = net.connect(server.address.port, '127.0.0.1');
+    await once(socket, 'connect');
+    const closed = once(socket, 'close').then(() => true);
+    const open = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms));
+    const wasClosed = await Promise.race([closed, open]);
+    socket.destroy();
+    return wasClosed;
+  };
+
+  test('readTimeoutMs closes an idle connection; without it the connection stays', T, async () => {
+    const logger = quietLogs().logs.get('prx.admin');
+    const timed = new AdminServer({
+      ip: '127.0.0.1',
+      port: 0,
+      logger,
+      socketOptions: { noDelay: true, reuseAddr: true, reusePort: false, keepAlive: true, readTimeoutMs: 150 },
+    });
+    const plain = new AdminServer({ ip: '127.0.0.1', port: 0, logger });
+    timed.add({ path: '/x', description: 'x', handler: () => textResponse('ok') });
+    await Promise.all([timed.listen(), plain.listen()]);
+    try {
+      assert.equal(await idleFor(timed, 2000), true);
+      assert.equal(await idleFor(plain, 500), false);
+      // The server still answers after dropping an idle client.
+      const r = await request(`${timed.url}/x`);
+      assert.deepEqual([r.status, r.text], [200, 'ok\n']);
+    } finally {
+      await Promise.all([timed.close(), plain.close()]);
+    }
   });
 });

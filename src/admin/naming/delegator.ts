@@ -1,6 +1,6 @@
 import { errorMessage } from '../../core/errors.js';
 import {
-  type Addr, type BoundName, type DelegationSource, Dtab, type Path, delegate, delegateTreeJson, readDtab, readPath,
+  type DelegationSource, Dtab, type Path, delegate, delegateTreeJson, firstAddr, readDtab, readPath,
 } from '../../naming/index.js';
 import { type AdminEndpoint, type AdminRequest, type AdminResponse, jsonResponse, textResponse } from '../handler.js';
 
@@ -105,26 +105,6 @@ async function handleDelegation(
   }
 }
 
-/** The first non-pending address of a bound name (abandoned when `signal` aborts). */
-function firstAddr(b: BoundName, signal: AbortSignal): Promise<Addr> {
-  return new Promise<Addr>((resolve, reject) => {
-    let done = false;
-    const onAbort = (): void => {
-      if (done) return;
-      done = true;
-      sub.close();
-      reject(new Error('timed out'));
-    };
-    const sub = b.addr.observe((a) => {
-      if (done || a.kind === 'pending') return;
-      done = true;
-      signal.removeEventListener('abort', onAbort);
-      queueMicrotask(() => sub.close());
-      resolve(a);
-    });
-    if (!done) signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
 
 /** For namespaces whose request dtab is the whole dtab (the proxy's routers). */
 export const emptyBaseDtab = (): Dtab => Dtab.empty;

@@ -1,0 +1,469 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { interfaceShape, type SocketOptionsConfig } from '../../config/resolver-config.js';
+import type { ServerTlsConfig } from '../../config/tls.js';
+import { PrxError, errorMessage } from '../../core/errors.js';
+import { type Activity, Dtab, type Path, type Var, readDtab, readPath } from '../../naming/index.js';
+import type { Counter } from '../../service/stats/index.js';
+import { RequestTimedOutError } from '../errors.js';
+import {
+  renderAddr,
+  renderBoundNames,
+  renderBoundTree,
+  renderDelegation,
+  renderDtab,
+  renderNamespaces,
+} from './controller-render.js';
+import { DTAB_MEDIA_TYPES, JSON_MEDIA_TYPE, codecForContentType, negotiateDtabType } from './dtab-codec.js';
+import { HttpListener } from './http-listener.js';
+import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
+import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
+
+/**
+ * `io.prx.httpController`: the resolver's HTTP API under `/api/1` (default 127.0.0.1:4180) —
+ * dtab reads and writes, and bind/addr/resolve/delegate views of names. Used by `prxctl` and by
+ * the proxy's `io.prx.resolver.http` interpreter. Every GET view accepts `watch=true` (or `1`)
+ * and then streams one JSON document per line per change.
+ */
+export const httpControllerSchema = z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) });
+export type HttpControllerConfig = z.output<typeof httpControllerSchema>;
+
+/** Largest request body (a dtab) accepted; larger ones get 413. */
+export const MAX_DTAB_BODY_BYTES = 1024 * 1024;
+
+/** How long a request without `watch` waits for storage or namers before a 503. */
+export const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
+
+const API_PREFIX = '/api/1/';
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+
+/** Options beyond the config object (tests shorten the answer timeout). */
+export interface HttpControllerOptions {
+  readonly answerTimeoutMs?: number;
+}
+
+/** Where an HTTP controller listens: its config object (port 0 picks a free port). */
+export interface HttpControllerListen {
+  readonly ip: string;
+  readonly port: number;
+  readonly tls?: ServerTlsConfig | undefined;
+  readonly socketOptions?: SocketOptionsConfig | undefined;
+}
+
+/** A response the handlers return; watch responses are written by a {@link WatchStream} instead. */
+interface Reply {
+  readonly status: number;
+  readonly body?: string;
+  readonly contentType?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+const text = (status: number, body: string): Reply => ({ status, body: `${body}\n`, contentType: TEXT_TYPE });
+const NO_CONTENT: Reply = { status: 204 };
+
+class BadRequest extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_BAD_REQUEST', message);
+  }
+}
+
+class BodyTooLarge extends PrxError {
+  constructor() {
+    super('PRX_ERR_BODY_TOO_LARGE', `request body larger than ${MAX_DTAB_BODY_BYTES} bytes`);
+  }
+}
+
+/** The controller: routing, dtab reads and writes, name views, watches. */
+export class HttpController implements ResolverInterface {
+  readonly kind = 'io.prx.httpController';
+  readonly #ctx: InterfaceContext;
+  readonly #listener: HttpListener;
+  readonly #answerTimeoutMs: number;
+  readonly #writeTimeoutMs: number | undefined;
+  readonly #streams = new Set<WatchStream>();
+  /**
+   * Watch sources by what they show: watchers of the same view share one observation of storage
+   * and namers, and each change is rendered once however many watch it (fan-out to many proxies).
+   */
+  readonly #sharedViews = new Map<string, { readonly source: Var<Rendered>; users: number }>();
+  readonly #requests: Counter;
+
+  constructor(cfg: HttpControllerListen, ctx: InterfaceContext, options: HttpControllerOptions = {}) {
+    this.#ctx = ctx;
+    this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
+    this.#writeTimeoutMs = cfg.socketOptions?.writeTimeoutMs;
+    this.#listener = new HttpListener(
+      {
+        kind: this.kind,
+        ip: cfg.ip,
+        port: cfg.port,
+        log: ctx.log,
+        ...(cfg.tls ? { tls: cfg.tls } : {}),
+        ...(cfg.socketOptions ? { socketOptions: cfg.socketOptions } : {}),
+      },
+      (req, res) => void this.#serve(req, res),
+    );
+    this.#requests = ctx.stats.counter('requests');
+    ctx.stats.gauge(['watches'], () => this.#streams.size);
+  }
+
+  listen(): Promise<{ ip: string; port: number }> {
+    return this.#listener.listen();
+  }
+
+  get address(): { ip: string; port: number } {
+    return this.#listener.address;
+  }
+
+  get url(): string {
+    return this.#listener.url;
+  }
+
+  /** Open watch streams (tests check that disconnects release them). */
+  get watchCount(): number {
+    return this.#streams.size;
+  }
+
+  async close(graceMs = 0): Promise<void> {
+    const closing = this.#listener.close(graceMs);
+    // Watches never finish on their own: end them so their connections can close.
+    for (const stream of [...this.#streams]) stream.end();
+    await closing;
+  }
+
+  async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.#requests.incr();
+    const abort = new AbortController();
+    res.on('close', () => abort.abort(new Error('client went away')));
+    let reply: Reply | undefined;
+    try {
+      reply = await this.#route(req, res, abort.signal);
+    } catch (e) {
+      // A client that went away needs no answer (and its abort is not a failure worth logging).
+      if (abort.signal.aborted) return;
+      reply = this.#errorReply(e);
+    }
+    if (reply !== undefined) this.#write(req, res, reply);
+  }
+
+  #write(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+    this.#ctx.stats.counter('status', String(reply.status)).incr();
+    if (res.destroyed || res.headersSent) return;
+    req.resume();
+    const headers: Record<string, string | number> = { ...reply.headers };
+    if (reply.contentType !== undefined) headers['content-type'] = reply.contentType;
+    const body = reply.body === undefined ? undefined : Buffer.from(reply.body, 'utf8');
+    if (body !== undefined) headers['content-length'] = body.byteLength;
+    res.writeHead(reply.status, headers);
+    res.end(body);
+  }
+
+  #errorReply(e: unknown): Reply {
+    if (e instanceof BadRequest) return text(400, e.message);
+    if (e instanceof BodyTooLarge) return text(413, e.message);
+    if (e instanceof RequestTimedOutError) return text(503, e.message);
+    if (PrxError.hasCode(e, 'PRX_ERR_DTAB_INVALID_NAMESPACE')) return text(400, errorMessage(e));
+    if (PrxError.hasCode(e, 'PRX_ERR_STORAGE_UNAVAILABLE')) return text(503, errorMessage(e));
+    if (e instanceof PrxError && e.code.includes('FORBIDDEN')) return text(403, e.message);
+    this.#ctx.log.error({ err: e }, 'http controller request failed');
+    return text(500, errorMessage(e));
+  }
+
+  /** Returns the reply, or undefined when a watch stream took over the response. */
+  async #route(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<Reply | undefined> {
+    const url = new URL(req.url ?? '/', 'http://controller.invalid');
+    const path = url.pathname;
+    const method = req.method ?? 'GET';
+    const notFound = text(404, `Not found: ${path}`);
+    if (path === '/api/1/dtabs') return this.#dtabs(method, undefined, req, res, url, signal);
+    if (!path.startsWith(API_PREFIX)) return notFound;
+    const rest = path.slice(API_PREFIX.length);
+    const slash = rest.indexOf('/');
+    const resource = slash < 0 ? rest : rest.slice(0, slash);
+    const ns = slash < 0 ? undefined : decodeNamespace(rest.slice(slash + 1));
+    if (ns === null) return notFound;
+    const watch = isWatch(url.searchParams) && method === 'GET';
+    const view = (key: string, source: () => Var<Rendered>): Promise<Reply | undefined> | Reply =>
+      method === 'GET' || method === 'HEAD' ? this.#view(key, source, watch, res, signal) : methodNotAllowed(method, ['GET', 'HEAD']);
+    switch (resource) {
+      case 'dtabs':
+        return this.#dtabs(method, ns, req, res, url, signal);
+      case 'bind':
+      case 'addr':
+      case 'resolve': {
+        if (ns === undefined || ns === '') return notFound;
+        const name = readPathParam(url.searchParams);
+        if (resource === 'addr') return view(viewKey('addr', ns, name.show), () => renderAddr(this.#ctx.naming.addr(name)));
+        const extra = readDtabParam(url.searchParams);
+        const key = viewKey(resource, ns, name.show, extra.show);
+        if (resource === 'bind') return view(key, () => renderBoundTree(this.#ctx.naming.bind(ns, extra, name)));
+        return view(key, () => renderAddr(this.#ctx.naming.resolve(ns, extra, name)));
+      }
+      case 'delegate': {
+        // Without a namespace in the path it behaves like the admin's delegator: `?namespace=`.
+        const namespace = ns === undefined || ns === '' ? url.searchParams.get('namespace') : ns;
+        if (namespace === null || namespace === '') {
+          return text(400, 'Malformed delegation request: the namespace parameter is required');
+        }
+        const name = readPathParam(url.searchParams);
+        const extra = readDtabParam(url.searchParams);
+        return view(viewKey('delegate', namespace, name.show, extra.show), () => renderDelegation(this.#ctx.naming, namespace, extra, name));
+      }
+      case 'bound-names':
+        if (ns !== undefined) return notFound;
+        return view('bound-names', () => renderBoundNames(this.#ctx.naming.boundNames()));
+      default:
+        return notFound;
+    }
+  }
+
+  /** A name view: streamed with `watch`, else the first answer as a 200 (an error as a 500). */
+  async #view(key: string, source: () => Var<Rendered>, watch: boolean, res: ServerResponse, signal: AbortSignal): Promise<Reply | undefined> {
+    if (watch) {
+      this.#stream(res, key, source, JSON_MEDIA_TYPE);
+      return undefined;
+    }
+    const answer = await this.#first(source(), signal);
+    if (answer.kind === 'error') return text(500, answer.message);
+    return { status: 200, body: answer.text, contentType: JSON_MEDIA_TYPE };
+  }
+
+  #stream(res: ServerResponse, key: string, make: () => Var<Rendered>, contentType: string): void {
+    const shareKey = `${contentType}\n${key}`;
+    let shared = this.#sharedViews.get(shareKey);
+    if (shared === undefined) {
+      shared = { source: make(), users: 0 };
+      this.#sharedViews.set(shareKey, shared);
+    }
+    const view = shared;
+    view.users++;
+    const stream: WatchStream = new WatchStream(res, view.source, {
+      contentType,
+      ...(this.#writeTimeoutMs === undefined ? {} : { writeTimeoutMs: this.#writeTimeoutMs }),
+      onEnd: () => {
+        this.#streams.delete(stream);
+        if (--view.users === 0 && this.#sharedViews.get(shareKey) === view) this.#sharedViews.delete(shareKey);
+      },
+    });
+    if (!stream.ended) this.#streams.add(stream);
+  }
+
+  /** Views shared by open watches (tests check that they are released). */
+  get sharedViewCount(): number {
+    return this.#sharedViews.size;
+  }
+
+  /** The first answer of `source`, bounded by the answer timeout and the client staying. */
+  #first(source: Var<Rendered>, signal: AbortSignal): ReturnType<typeof firstRendered> {
+    const timeout = AbortSignal.timeout(this.#answerTimeoutMs);
+    return firstRendered(source, AbortSignal.any([signal, timeout])).catch((e: unknown) => {
+      throw timeout.aborted ? new RequestTimedOutError() : e;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // /api/1/dtabs
+
+  async #dtabs(
+    method: string,
+    ns: string | undefined,
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    signal: AbortSignal,
+  ): Promise<Reply | undefined> {
+    const store = this.#ctx.store;
+    if (ns === undefined || ns === '') {
+      if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(method, ['GET', 'HEAD']);
+      return this.#view('namespaces', () => renderNamespaces(store.list()), isWatch(url.searchParams) && method === 'GET', res, signal);
+    }
+    switch (method) {
+      case 'GET':
+      case 'HEAD': {
+        const { contentType, codec } = negotiateDtabType(req.headers.accept);
+        if (method === 'GET' && isWatch(url.searchParams)) {
+          this.#stream(res, viewKey('dtab', ns), () => renderDtab(store.observe(ns), codec), contentType);
+          return undefined;
+        }
+        const current = await this.#firstValue(store.observe(ns), signal);
+        if (current === undefined) return text(404, `Dtab namespace ${ns} does not exist`);
+        const headers = { etag: versionTag(current.version) };
+        if (method === 'HEAD') return { status: 200, headers };
+        return { status: 200, headers, contentType, body: `${codec.write(current.dtab)}\n` };
+      }
+      case 'POST': {
+        const dtab = await readDtabBody(req);
+        try {
+          await store.create(ns, dtab);
+          return NO_CONTENT;
+        } catch (e) {
+          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_EXISTS')) return text(409, `Dtab namespace ${ns} already exists`);
+          throw e;
+        }
+      }
+      case 'PUT': {
+        const dtab = await readDtabBody(req);
+        const ifMatch = req.headers['if-match'];
+        try {
+          if (ifMatch === undefined) {
+            // The spec's state table: PUT replaces an existing namespace and is 404 on an absent one.
+            // Without If-Match the write is still a compare-and-set on the version just read, retried
+            // when a concurrent writer wins, so it never resurrects a namespace deleted meanwhile.
+            for (;;) {
+              const current = await this.#firstValue(store.observe(ns), signal);
+              if (current === undefined) return text(404, `Dtab namespace ${ns} does not exist`);
+              try {
+                await store.update(ns, dtab, current.version);
+                return NO_CONTENT;
+              } catch (e) {
+                if (!PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) throw e;
+              }
+            }
+          }
+          await store.update(ns, dtab, parseVersionTag(ifMatch));
+          return NO_CONTENT;
+        } catch (e) {
+          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_ABSENT')) return text(404, `Dtab namespace ${ns} does not exist`);
+          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) {
+            return text(412, `Dtab namespace ${ns} has changed: version ${ifMatch} is not its current version`);
+          }
+          throw e;
+        }
+      }
+      case 'DELETE':
+        try {
+          await store.delete(ns);
+          return NO_CONTENT;
+        } catch (e) {
+          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_ABSENT')) return text(404, `Dtab namespace ${ns} does not exist`);
+          throw e;
+        }
+      default:
+        return methodNotAllowed(method, ['GET', 'HEAD', 'POST', 'PUT', 'DELETE']);
+    }
+  }
+
+  /** The first settled value of `activity`, bounded like the name views' answers. */
+  async #firstValue<T>(activity: Activity<T>, signal: AbortSignal): Promise<T> {
+    const timeout = AbortSignal.timeout(this.#answerTimeoutMs);
+    try {
+      return await activity.toPromise(AbortSignal.any([signal, timeout]));
+    } catch (e) {
+      throw timeout.aborted ? new RequestTimedOutError() : e;
+    }
+  }
+}
+
+/** What a view shows, as an unambiguous key. */
+function viewKey(...parts: string[]): string {
+  return JSON.stringify(parts);
+}
+
+function methodNotAllowed(method: string, allowed: readonly string[]): Reply {
+  return { ...text(405, `Method not allowed: ${method}`), headers: { allow: allowed.join(', ') } };
+}
+
+/** `watch=true` or `watch=1` (any case). */
+function isWatch(params: URLSearchParams): boolean {
+  const value = params.get('watch')?.toLowerCase();
+  return value === 'true' || value === '1';
+}
+
+/**
+ * The namespace segment of a URL path, percent-decoded; null when it is not one path segment
+ * (`/api/1/dtabs/a/b`) or not valid percent-encoding.
+ */
+function decodeNamespace(segment: string): string | null {
+  if (segment.includes('/')) return null;
+  try {
+    const ns = decodeURIComponent(segment);
+    return ns.includes('/') ? null : ns;
+  } catch {
+    return null;
+  }
+}
+
+/** The `path` parameter; 400 `Invalid path: <p> / <reason>` when it does not parse. */
+function readPathParam(params: URLSearchParams): Path {
+  const raw = params.get('path') ?? '';
+  try {
+    return readPath(raw);
+  } catch (e) {
+    throw new BadRequest(`Invalid path: ${raw} / ${errorMessage(e)}`);
+  }
+}
+
+/** The `dtab` parameter (entries appended to the namespace's dtab); empty when absent. */
+function readDtabParam(params: URLSearchParams): Dtab {
+  const raw = params.get('dtab');
+  if (raw === null) return Dtab.empty;
+  try {
+    return readDtab(raw);
+  } catch (e) {
+    throw new BadRequest(`Invalid dtab: ${errorMessage(e)}`);
+  }
+}
+
+/** A request body as a dtab in the format its `Content-Type` names. */
+async function readDtabBody(req: IncomingMessage): Promise<Dtab> {
+  const contentType = req.headers['content-type'];
+  const codec = codecForContentType(contentType);
+  if (!codec) {
+    req.resume();
+    throw new BadRequest(`Invalid Content-Type "${contentType ?? ''}". Valid content types are: ${DTAB_MEDIA_TYPES.join(', ')}`);
+  }
+  const body = await readBody(req);
+  try {
+    return codec.read(body);
+  } catch (e) {
+    throw new BadRequest(errorMessage(e));
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length'] ?? 0) > MAX_DTAB_BODY_BYTES) {
+      req.resume();
+      reject(new BodyTooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.byteLength;
+      if (size <= MAX_DTAB_BODY_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.resume();
+      reject(new BodyTooLarge());
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.once('error', reject);
+  });
+}
+
+/** A dtab version as its ETag: the base64 of the version bytes. */
+export function versionTag(version: Uint8Array): string {
+  return Buffer.from(version).toString('base64');
+}
+
+/**
+ * An `If-Match` value back to version bytes. Quotes (`"…"`) and a weak marker (`W/`) are tolerated;
+ * anything else that is not base64 decodes to bytes no version has, hence 412.
+ */
+export function parseVersionTag(tag: string): Uint8Array {
+  let t = tag.trim();
+  if (t.startsWith('W/')) t = t.slice(2);
+  if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) t = t.slice(1, -1);
+  return new Uint8Array(Buffer.from(t, 'base64'));
+}
+
+/** The `io.prx.httpController` kind. */
+export const httpControllerKind = defineInterface<HttpControllerConfig>({
+  kind: 'io.prx.httpController',
+  schema: httpControllerSchema,
+  create: (cfg, ctx) => new HttpController(cfg, ctx),
+});

@@ -1,0 +1,161 @@
+import type { ServerResponse } from 'node:http';
+import { errorMessage } from '../../core/errors.js';
+import type { Closable, Var } from '../../naming/index.js';
+import { RequestTimedOutError } from '../errors.js';
+
+/**
+ * What an endpoint currently has to say: nothing yet, one line (a complete JSON document or dtab
+ * followed by `\n`), or an error that ends a stream.
+ */
+export type Rendered =
+  | { readonly kind: 'pending' }
+  | { readonly kind: 'line'; readonly text: string }
+  | { readonly kind: 'error'; readonly message: string };
+
+/** A settled {@link Rendered}: a line or an error. */
+export type RenderedValue = Exclude<Rendered, { readonly kind: 'pending' }>;
+
+export const PENDING_RENDER: Rendered = Object.freeze({ kind: 'pending' });
+
+/** One line: `text` followed by `\n`. */
+export function renderedLine(text: string): Rendered {
+  return { kind: 'line', text: `${text}\n` };
+}
+
+export function renderedError(e: unknown): Rendered {
+  return { kind: 'error', message: errorMessage(e) };
+}
+
+/** Options of a {@link WatchStream}. */
+export interface WatchStreamOptions {
+  readonly contentType: string;
+  /** Drops a client whose pending output has not drained in this time (socket `writeTimeoutMs`). */
+  readonly writeTimeoutMs?: number;
+  /** Runs once when the stream ends, however it ends. */
+  readonly onEnd?: () => void;
+}
+
+/**
+ * A `watch=true` response: HTTP/1.1 chunked, each new line of `source` written as its own chunk.
+ * A line equal to the previous one is not written again. An error is written as a last line and
+ * ends the response. When the client goes away (or {@link WatchStream.end} is called) the
+ * observation of `source` is closed, so nothing upstream stays watched.
+ *
+ * A slow client never makes output pile up: while a write is waiting to drain, only the latest
+ * line is kept (Var semantics: the newest value wins) and written once the socket drains.
+ */
+export class WatchStream {
+  readonly #res: ServerResponse;
+  readonly #options: WatchStreamOptions;
+  #sub: Closable | undefined;
+  #lastWritten: string | undefined;
+  #queued: string | undefined;
+  #draining = false;
+  #writeTimer: NodeJS.Timeout | undefined;
+  #done = false;
+
+  constructor(res: ServerResponse, source: Var<Rendered>, options: WatchStreamOptions) {
+    this.#res = res;
+    this.#options = options;
+    res.writeHead(200, { 'content-type': options.contentType, 'cache-control': 'no-cache' });
+    // The status goes out at once, so a client knows the watch is established before any update.
+    res.flushHeaders();
+    res.on('close', () => this.#finish());
+    res.on('drain', () => this.#onDrain());
+    const sub = source.observe((r) => this.#onValue(r));
+    // The first value may have ended the stream inside observe(), before `sub` existed.
+    if (this.#done) sub.close();
+    else this.#sub = sub;
+  }
+
+  /** Ends the stream cleanly (the terminating chunk is sent), e.g. at shutdown. */
+  end(): void {
+    if (this.#done) return;
+    this.#finish();
+    this.#res.end();
+  }
+
+  get ended(): boolean {
+    return this.#done;
+  }
+
+  #onValue(r: Rendered): void {
+    if (this.#done) return;
+    switch (r.kind) {
+      case 'pending':
+        return;
+      case 'line':
+        this.#send(r.text);
+        return;
+      case 'error':
+        this.#queued = undefined;
+        this.#finish();
+        this.#res.end(`${r.message}\n`);
+        return;
+    }
+  }
+
+  #send(text: string): void {
+    if (this.#draining) {
+      this.#queued = text === this.#lastWritten ? undefined : text;
+      return;
+    }
+    if (text === this.#lastWritten) return;
+    this.#lastWritten = text;
+    if (this.#res.write(text)) return;
+    this.#draining = true;
+    const timeout = this.#options.writeTimeoutMs;
+    if (timeout !== undefined) {
+      this.#writeTimer = setTimeout(() => this.#res.destroy(), timeout);
+      this.#writeTimer.unref();
+    }
+  }
+
+  #onDrain(): void {
+    this.#draining = false;
+    if (this.#writeTimer) clearTimeout(this.#writeTimer);
+    this.#writeTimer = undefined;
+    const queued = this.#queued;
+    this.#queued = undefined;
+    if (queued !== undefined && !this.#done) this.#send(queued);
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (this.#writeTimer) clearTimeout(this.#writeTimer);
+    this.#sub?.close();
+    this.#sub = undefined;
+    this.#options.onEnd?.();
+  }
+}
+
+/**
+ * The first settled value of `source` (a line or an error), for a request without `watch`. The
+ * observation is closed as soon as it settles or `signal` aborts (rejecting with its reason).
+ */
+export function firstRendered(source: Var<Rendered>, signal: AbortSignal): Promise<RenderedValue> {
+  return new Promise<RenderedValue>((resolve, reject) => {
+    const abortReason = (): Error => (signal.reason instanceof Error ? signal.reason : new RequestTimedOutError());
+    if (signal.aborted) {
+      reject(abortReason());
+      return;
+    }
+    let settled = false;
+    function onAbort(): void {
+      if (settled) return;
+      settled = true;
+      sub.close();
+      reject(abortReason());
+    }
+    const sub = source.observe((r) => {
+      if (settled || r.kind === 'pending') return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      // Closing inside observe() would run before `sub` is assigned: defer it.
+      queueMicrotask(() => sub.close());
+      resolve(r);
+    });
+    if (!settled) signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
