@@ -112,6 +112,8 @@ export class HttpClient implements Closable {
   readonly #statuses: StatusCodeCounters;
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
+  /** Requests that arrived before the name's first address was known (see {@link HttpClient.whenResolved}). */
+  #unresolvedWaiters: (() => void)[] | undefined = [];
 
   readonly #onClose: (() => void) | undefined;
 
@@ -153,6 +155,41 @@ export class HttpClient implements Closable {
 
   get addr(): Addr {
     return this.#addr;
+  }
+
+  /** True until the name's address has been known once (a new bound name, e.g. after a dtab change). */
+  get resolving(): boolean {
+    return this.#unresolvedWaiters !== undefined;
+  }
+
+  /**
+   * Waits for the name's first address, so a request that follows a freshly bound name is not
+   * failed with "no hosts" while its namer answers (Finagle's pending Addr); `deadline` (epoch ms)
+   * is the binding deadline, and `onTimeout` makes its error.
+   */
+  whenResolved(deadline: number, onTimeout: () => Error): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const waiters = this.#unresolvedWaiters;
+      const wait = deadline - Date.now();
+      if (waiters === undefined) return resolve();
+      if (wait <= 0) return reject(onTimeout());
+      const timer = setTimeout(() => {
+        const i = waiters.indexOf(wake);
+        if (i >= 0) waiters.splice(i, 1);
+        reject(onTimeout());
+      }, wait);
+      const wake = (): void => {
+        clearTimeout(timer);
+        resolve();
+      };
+      waiters.push(wake);
+    });
+  }
+
+  #wakeUnresolved(): void {
+    const waiters = this.#unresolvedWaiters;
+    this.#unresolvedWaiters = undefined;
+    if (waiters !== undefined) for (const w of waiters) w();
   }
 
   /** The endpoint addresses currently balanced over (`ip:port`). */
@@ -235,6 +272,7 @@ export class HttpClient implements Closable {
 
   close(): void {
     this.#observation.close();
+    this.#wakeUnresolved();
     for (const e of this.#endpoints.values()) void e.close();
     this.#endpoints.clear();
     this.#balancer.update([]);
@@ -253,6 +291,7 @@ export class HttpClient implements Closable {
 
   #update(addr: Addr): void {
     this.#addr = addr;
+    if (addr.kind !== 'pending') queueMicrotask(() => this.#wakeUnresolved());
     // Pending and failed keep the last endpoints: routing on the last good state beats failing.
     if (addr.kind === 'pending' || addr.kind === 'failed') {
       if (addr.kind === 'failed') this.#log.warn({ client: this.id, err: addr.error.message }, 'address resolution failed; keeping last endpoints');

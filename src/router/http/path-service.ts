@@ -3,7 +3,7 @@ import type { BoundName, Closable, Dtab } from '../../naming/index.js';
 import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
 import { NO_BACKOFF, RetryBudget, type Backoff, type BackoffStream } from '../../service/policy/index.js';
 import type { Counter, Histogram, StatsReceiver } from '../../service/stats/index.js';
-import { BindingFailedError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
+import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
 import type { Lease } from '../cache.js';
 import type { Attempt, HttpClient } from './client.js';
 import type { AttemptHandle, OutboundRequest } from './endpoint.js';
@@ -120,6 +120,14 @@ export class PathService implements Closable {
         const name = pick.name;
         const lease = this.#host.client(name);
         const client = lease.value;
+        if (client.resolving) {
+          try {
+            await client.whenResolved(bindDeadline, () => new BindingTimeoutError(this.#bindingTimeoutMs, this.dst));
+          } catch (e) {
+            lease.release();
+            throw e;
+          }
+        }
         let attempt: Attempt | undefined;
         let responseClass: ResponseClass;
         let failure: Error | undefined;
