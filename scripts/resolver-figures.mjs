@@ -1,0 +1,173 @@
+#!/usr/bin/env node
+// Watch fan-out of `bin/prx-resolver`: how many concurrent `watch=true` streams one resolver
+// serves, what each costs in resident memory, and how long a dtab update takes to reach all of
+// them. Starts the resolver (dist/, in-memory storage, an fs namer over a temporary directory),
+// opens N bind watches from this process over raw sockets, writes a new dtab with a PUT, and
+// times the arrival of the new tree on every stream. Repeats for each N.
+//
+//   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
+//
+// Each watcher is a TCP connection on both sides; keep N below half of `ulimit -n`.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../', import.meta.url));
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const counts = String(option('--watchers', '1000 5000 10000')).split(/\s+/).filter(Boolean).map(Number);
+const updates = Number(option('--updates', '5'));
+
+if (!args.includes('--no-build')) {
+  spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+}
+
+async function freePort() {
+  const s = createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function rssMiB(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return kb / 1024;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function http(port, method, path, body, headers = {}) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { method, body, headers });
+  return { status: res.status, etag: res.headers.get('etag'), text: await res.text() };
+}
+
+/** Opens one watch; `onData` sees every chunk. */
+function openWatch(port, path, onData) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: resolver\r\n\r\n`);
+      resolve(socket);
+    });
+    socket.setEncoding('latin1');
+    socket.on('data', onData);
+    socket.once('error', reject);
+  });
+}
+
+function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function measure(n) {
+  const dir = mkdtempSync(join(tmpdir(), 'prx-resolver-figures-'));
+  const disco = join(dir, 'disco');
+  mkdirSync(disco);
+  writeFileSync(join(disco, 'blue'), '127.0.0.1 8081\n');
+  writeFileSync(join(disco, 'green'), '127.0.0.1 8082\n');
+  const [ctlPort, adminPort] = [await freePort(), await freePort()];
+  const config = join(dir, 'resolver.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      admin: { port: adminPort },
+      interfaces: [{ kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort }],
+      storage: { kind: 'io.prx.inMemory', namespaces: { default: '/svc/web => /#/io.prx.fs/blue' } },
+      namers: [{ kind: 'io.prx.fs', rootDir: disco }],
+    }),
+  );
+  const child = spawn(process.execPath, [join(root, 'bin/prx-resolver'), config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    for (let i = 0; ; i++) {
+      const ok = await http(adminPort, 'GET', '/admin/ping').then((r) => r.status === 200, () => false);
+      if (ok) break;
+      if (i > 200) throw new Error('the resolver did not start');
+      await sleep(25);
+    }
+    // A few warm-up requests, so the baseline includes a JIT-warm controller.
+    for (let i = 0; i < 50; i++) await http(ctlPort, 'GET', '/api/1/bind/default?path=/svc/web');
+    global.gc?.();
+    await sleep(500);
+    const rssBefore = rssMiB(child.pid);
+
+    let want = 'blue';
+    let seenAt = new Float64Array(n);
+    let updateStarted = 0;
+    let received = 0;
+    const sockets = [];
+    for (let i = 0; i < n; i++) {
+      const index = i;
+      const s = await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', (chunk) => {
+        if (chunk.includes(`/${want}"`) && seenAt[index] === 0) {
+          seenAt[index] = performance.now();
+          received++;
+        }
+      });
+      sockets.push(s);
+    }
+    while (received < n) await sleep(20);
+    await sleep(1000);
+    const rssWith = rssMiB(child.pid);
+
+    const latencies = [];
+    for (let u = 0; u < updates; u++) {
+      want = want === 'blue' ? 'green' : 'blue';
+      seenAt = new Float64Array(n);
+      received = 0;
+      const current = await http(ctlPort, 'GET', '/api/1/dtabs/default');
+      updateStarted = performance.now();
+      const put = await http(ctlPort, 'PUT', '/api/1/dtabs/default', `/svc/web => /#/io.prx.fs/${want}`, {
+        'content-type': 'application/dtab',
+        'if-match': current.etag,
+      });
+      if (put.status !== 204) throw new Error(`PUT answered ${put.status}: ${put.text}`);
+      const deadline = performance.now() + 30_000;
+      while (received < n) {
+        if (performance.now() > deadline) throw new Error(`only ${received} of ${n} watchers saw update ${u + 1}`);
+        await sleep(2);
+      }
+      const sorted = [...seenAt].map((t) => t - updateStarted).sort((a, b) => a - b);
+      latencies.push({ p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] });
+      await sleep(300);
+    }
+    for (const s of sockets) s.destroy();
+    const med = (key) => latencies.map((l) => l[key]).sort((a, b) => a - b)[Math.floor(latencies.length / 2)];
+    return {
+      watchers: n,
+      rssBeforeMiB: rssBefore,
+      rssWithMiB: rssWith,
+      perWatcherKiB: ((rssWith - rssBefore) * 1024) / n,
+      p50Ms: med('p50'),
+      p99Ms: med('p99'),
+      maxMs: med('max'),
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const rows = [];
+for (const n of counts) {
+  const r = await measure(n);
+  rows.push(r);
+  process.stderr.write(`${n} watchers: done\n`);
+}
+console.log(`# prx-resolver watch fan-out — ${new Date().toISOString()}\n`);
+console.log(`node ${process.version}; in-memory storage; bind watches over raw TCP from one client process; ${updates} updates per row, medians.\n`);
+console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | update → all watchers p50 ms | p99 ms | last ms |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  console.log(
+    `| ${r.watchers} | ${r.rssBeforeMiB.toFixed(1)} | ${r.rssWithMiB.toFixed(1)} | ${r.perWatcherKiB.toFixed(1)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.maxMs.toFixed(1)} |`,
+  );
+}
