@@ -9,6 +9,7 @@ import {
   DtabNamespaceExistsError,
   DtabVersionMismatchError,
   InvalidDtabNamespaceError,
+  StorageUnavailableError,
 } from '../../../src/resolver/storage/errors.js';
 import type { DtabStore, StorageContext, VersionedDtab } from '../../../src/resolver/storage/types.js';
 
@@ -85,6 +86,36 @@ export async function current(store: DtabStore, ns: string): Promise<VersionedDt
 const d = (text: string): Dtab => readDtab(text);
 
 /** How a contract run gets stores: fresh, isolated data per call; `peer` opens a second client on a store's data. */
+/**
+ * Creates `w0`, `w1`, … every 10 ms (at most 400) until stopped, as a backend goes away and comes
+ * back: records which creates were acknowledged, and counts those refused as unavailable.
+ */
+export function racingCreates(store: DtabStore): { readonly acked: string[]; failures(): number; stop(): Promise<void> } {
+  const acked: string[] = [];
+  let failures = 0;
+  let stopped = false;
+  const writes = (async () => {
+    for (let i = 0; !stopped && i < 400; i++) {
+      try {
+        await store.create(`w${i}`, readDtab(`/w=>/${i}`));
+        acked.push(`w${i}`);
+      } catch (e) {
+        assert.ok(e instanceof StorageUnavailableError, String(e));
+        failures++;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  return {
+    acked,
+    failures: () => failures,
+    stop: () => {
+      stopped = true;
+      return writes;
+    },
+  };
+}
+
 export interface StoreFactory {
   open(): Promise<DtabStore>;
   peer(store: DtabStore): Promise<DtabStore>;

@@ -9,7 +9,7 @@ import { EtcdDtabStore, etcdStorageSchema } from '../../../src/resolver/storage/
 import { StorageUnavailableError } from '../../../src/resolver/storage/errors.js';
 import { jittered } from '../../../src/service/policy/index.js';
 import { type ServiceHandle, startEtcd } from '../../helpers/services.js';
-import { current, dtabShown, listed, testContext, until } from './contract.js';
+import { current, dtabShown, listed, racingCreates, testContext, until } from './contract.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const d = readDtab;
@@ -40,22 +40,7 @@ describe('io.prx.kvstore2 faults (real etcd)', () => {
     await writer.create('base', d('/a=>/0'));
     await dtabShown(watcher, 'base', '/a=>/0');
 
-    // A stream of creates racing the stop: every acknowledged one must be there afterwards.
-    const acked: string[] = [];
-    let failures = 0;
-    let stop = false;
-    const writes = (async () => {
-      for (let i = 0; !stop && i < 400; i++) {
-        try {
-          await writer.create(`w${i}`, d(`/w=>/${i}`));
-          acked.push(`w${i}`);
-        } catch (e) {
-          assert.ok(e instanceof StorageUnavailableError, String(e));
-          failures++;
-        }
-        await sleep(10);
-      }
-    })();
+    const writes = racingCreates(writer);
     await sleep(150);
     await etcd.stop();
     await until(() => !watcher.health().ok, 10_000, 'the watcher to notice');
@@ -67,9 +52,9 @@ describe('io.prx.kvstore2 faults (real etcd)', () => {
     await etcd.restart();
     await until(() => watcher.health().ok, 20_000, 'the watcher to recover');
     await sleep(150);
-    stop = true;
-    await writes;
-    assert.ok(acked.length > 0 && failures > 0, `acked ${acked.length}, failed ${failures}`);
+    await writes.stop();
+    const { acked } = writes;
+    assert.ok(acked.length > 0 && writes.failures() > 0, `acked ${acked.length}, failed ${writes.failures()}`);
     const names = await listed(watcher, (n) => acked.every((a) => n.has(a)), 15_000);
     assert.ok(names.has('base'));
     // The resumed watch delivers changes made by others after the restart.

@@ -9,7 +9,7 @@ import { StorageUnavailableError } from '../../../src/resolver/storage/errors.js
 import { ZkDtabStore, zkStorageSchema } from '../../../src/resolver/storage/zk.js';
 import { jittered } from '../../../src/service/policy/index.js';
 import { type ServiceHandle, startZooKeeper } from '../../helpers/services.js';
-import { absent, current, dtabShown, listed, testContext, until } from './contract.js';
+import { absent, current, dtabShown, listed, racingCreates, testContext, until } from './contract.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 const d = readDtab;
@@ -41,21 +41,7 @@ describe('io.prx.coord faults (real ZooKeeper)', () => {
     await writer.create('base', d('/a=>/0'));
     await dtabShown(watcher, 'base', '/a=>/0');
 
-    const acked: string[] = [];
-    let failures = 0;
-    let stop = false;
-    const writes = (async () => {
-      for (let i = 0; !stop && i < 400; i++) {
-        try {
-          await writer.create(`w${i}`, d(`/w=>/${i}`));
-          acked.push(`w${i}`);
-        } catch (e) {
-          assert.ok(e instanceof StorageUnavailableError, String(e));
-          failures++;
-        }
-        await sleep(10);
-      }
-    })();
+    const writes = racingCreates(writer);
     await sleep(200);
     await zk.stop();
     await until(() => !watcher.health().ok, 10_000, 'the watcher to notice');
@@ -65,9 +51,9 @@ describe('io.prx.coord faults (real ZooKeeper)', () => {
     await zk.restart();
     await until(() => watcher.health().ok, 20_000, 'the watcher to recover');
     await sleep(200);
-    stop = true;
-    await writes;
-    assert.ok(acked.length > 0 && failures > 0, `acked ${acked.length}, failed ${failures}`);
+    await writes.stop();
+    const { acked } = writes;
+    assert.ok(acked.length > 0 && writes.failures() > 0, `acked ${acked.length}, failed ${writes.failures()}`);
     const names = await listed(watcher, (n) => acked.every((a) => n.has(a)), 15_000);
     assert.ok(names.has('base'));
     // Watches are armed again: another client's change arrives.
