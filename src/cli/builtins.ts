@@ -10,6 +10,9 @@ import '../router/http/index.js';
 // Namers.
 import '../namer/fs.js';
 
+// Announcers (the ZooKeeper client is loaded only once something is announced).
+import '../namer/serversets-announcer.js';
+
 // Interpreters (default, io.prx.fs, io.prx.resolver.http) and transformers.
 import '../interpreter/index.js';
 

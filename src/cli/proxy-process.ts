@@ -14,6 +14,13 @@ import { lookupKind, type Family, type ProxyConfig } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, type LogRegistry, type Logger } from '../core/log.js';
 import { closeInterpreter, interpreterState, TransformedInterpreter, underlyingInterpreter } from '../interpreter/index.js';
+import {
+  announceServer,
+  type Announcement,
+  type Announcer,
+  type AnnouncerContext,
+  type MountedAnnouncer,
+} from '../namer/announcer-kind.js';
 import { dnsResolver } from '../namer/dns.js';
 import type { EnumeratingNamer, NamerContext, RunningNamer } from '../namer/namer-kind.js';
 import {
@@ -69,6 +76,8 @@ const DEADLINE_SLACK_MS = 250;
 const DELEGATION_DTAB_MS = 2000;
 /** Telemeters get this long to flush their last figures once the routers are down. */
 const TELEMETER_FLUSH_MS = 1000;
+/** Withdrawing announcements waits at most this long (within the grace period) before the drain. */
+const WITHDRAW_MS = 2000;
 
 /** Where one router listens, once started. */
 export interface RouterAddresses {
@@ -86,6 +95,8 @@ export interface ProxyParts {
   readonly telemeters: readonly Telemeter[];
   readonly namers: readonly (MountedNamer & { readonly running: RunningNamer })[];
   readonly routers: readonly RunningRouter[];
+  /** Each router's announcers (index-aligned with `routers`). */
+  readonly announcers: readonly (readonly MountedAnnouncer[])[];
 }
 
 /** Builds one configured kind through its registered factory (validation guarantees it exists). */
@@ -136,6 +147,7 @@ function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
   const telemeters: Telemeter[] = [];
   const namers: (MountedNamer & { running: RunningNamer })[] = [];
   const routers: RunningRouter[] = [];
+  const announcers: MountedAnnouncer[][] = [];
   try {
     for (const t of config.telemetry) {
       // Named by kind, as Linkerd's tracelog logger is, so `/logging.json` can tune each one.
@@ -154,12 +166,21 @@ function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
     for (const r of config.routers) {
       const ctx: RouterContext = { stats, namers, system, tracer, log: logs.get(`prx.router.${r.label}`) };
       routers.push(create<RouterContext, RunningRouter>('protocol', r.protocol, r, ctx));
+      const mounted: MountedAnnouncer[] = [];
+      announcers.push(mounted);
+      for (const a of (r.announcers as typeof r.announcers | undefined) ?? []) {
+        // The kind's schema fills `prefix` in (`/<kind>`-like default per kind).
+        const prefix = readPath(`/#${typeof a['prefix'] === 'string' ? a['prefix'] : `/${a.kind}`}`);
+        const actx: AnnouncerContext = { prefix, log: logs.get(`prx.announcer.${a.kind}`), stats: stats.scope('announcer', ...prefix.elems) };
+        mounted.push({ prefix, kind: a.kind, announcer: create<AnnouncerContext, Announcer>('announcer', a.kind, a, actx) });
+      }
     }
     // On the broadcast receiver: telemeters export the process gauges too, as Linkerd's do `jvm/…`.
     const processMetrics = new ProcessMetrics(stats);
-    return { config, logs, registry, processMetrics, telemeters, namers, routers };
+    return { config, logs, registry, processMetrics, telemeters, namers, routers, announcers };
   } catch (e) {
     const now = Date.now();
+    for (const a of announcers.flat()) void a.announcer.close();
     for (const r of routers) void r.close(now).catch(() => {});
     for (const n of namers) n.running.close();
     for (const t of telemeters) void t.close();
@@ -183,6 +204,7 @@ export class ProxyProcess {
   readonly #identifier: IdentifierServer | undefined;
   readonly #usage: UsageReporter;
   #addresses: RouterAddresses[] = [];
+  #announcements: Announcement[] = [];
   #shutdown: Promise<void> | undefined;
   #markClosed: () => void = () => {};
 
@@ -228,6 +250,7 @@ export class ProxyProcess {
       logs: this.#parts.logs,
       config: this.config,
       shutdown: () => this.shutdown('admin request'),
+      announcements: () => this.#announcements.map((a) => a.state),
       registrySections: () => this.#registrySections(),
     };
   }
@@ -349,10 +372,26 @@ export class ProxyProcess {
     for (const t of this.#parts.telemeters) t.start();
     this.#parts.processMetrics.start();
     this.#usage.start();
+    this.#announce();
     log.info(
       { admin: this.admin.url, routers: this.#addresses.map((a) => ({ label: a.label, servers: a.servers })) },
       'prx started',
     );
+  }
+
+  /** Each server announces its `announce` names to its router's announcers, now that it listens. */
+  #announce(): void {
+    this.routers.forEach((router, i) => {
+      const servers = this.config.routers[i]?.servers ?? [];
+      const bound = this.#addresses.find((a) => a.label === router.label)?.servers ?? [];
+      const log = this.#parts.logs.get(`prx.router.${router.label}`);
+      servers.forEach((server, j) => {
+        const address = bound[j];
+        const names = (server as { readonly announce?: readonly string[] }).announce ?? [];
+        if (address === undefined || names.length === 0) return;
+        this.#announcements.push(...announceServer(this.#parts.announcers[i] ?? [], address, names, log));
+      });
+    });
   }
 
   /**
@@ -376,6 +415,14 @@ export class ProxyProcess {
     const { telemeters, namers, processMetrics, registry } = this.#parts;
     const log = this.#log;
     await Promise.all([this.#identifier?.close(), this.#usage.close()]);
+    // Out of discovery before the servers stop accepting, so that peers stop sending first.
+    const withdrawing = Promise.all(this.#announcements.map((a) => a.withdraw()));
+    if (!(await settleBy(withdrawing, Math.min(deadline, Date.now() + WITHDRAW_MS)))) {
+      log.warn('announcements not withdrawn in time; they expire with their sessions');
+    }
+    const closingAnnouncers = Promise.all(
+      this.#parts.announcers.flat().map((a) => a.announcer.close().catch((e: unknown) => log.warn({ err: e }, `announcer failed to close: ${errorMessage(e)}`))),
+    );
     // Every router drains at once, against one deadline.
     await Promise.all(
       this.routers.map(async (router) => {
@@ -388,6 +435,7 @@ export class ProxyProcess {
       }),
     );
     for (const router of this.routers) closeInterpreter(router.interpreter);
+    await settleBy(closingAnnouncers, Date.now() + DEADLINE_SLACK_MS);
     // Telemeters flush after the routers so the final counts go out.
     await Promise.all(
       telemeters.map(async (t) => {

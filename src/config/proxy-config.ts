@@ -4,6 +4,7 @@ import { ConfigError, ConfigErrorCode, showPath, type ConfigIssue, type ConfigPa
 import { deepFreeze, type DeepReadonly } from './frozen.js';
 import { validate } from './issues.js';
 import { loadConfigWith, type ReadConfigOptions } from './loader.js';
+import { readPath } from '../naming/index.js';
 import { LOOPBACK, type RouterConfig } from './router.js';
 import {
   durationMs,
@@ -106,12 +107,12 @@ export type ProxyConfig = DeepReadonly<z.output<typeof proxyConfigSchema>>;
 
 /**
  * Validates parsed config data: the schema, then the cross-checks (distinct router labels, no two
- * listeners on overlapping addresses, distinct namer prefixes). Returns the config deep-frozen;
+ * listeners on overlapping addresses, distinct namer prefixes, an announcer for every announced name). Returns the config deep-frozen;
  * throws {@link ConfigError} listing every issue.
  */
 export function validateProxyConfig(raw: unknown): ProxyConfig {
   const cfg = validate(proxyConfigSchema, raw);
-  const issues = [...conflictingLabels(cfg), ...conflictingPorts(cfg), ...conflictingPrefixes(cfg)];
+  const issues = [...conflictingLabels(cfg), ...conflictingPorts(cfg), ...conflictingPrefixes(cfg), ...unannounceable(cfg)];
   if (issues.length > 0) throw new ConfigError(issues);
   return deepFreeze(cfg);
 }
@@ -224,4 +225,25 @@ function conflictingPorts(cfg: Parsed): ConfigIssue[] {
     router.servers.map((server, j): ConfigListener => ({ path: ['routers', i, 'servers', j], ip: server.ip, port: server.port })),
   );
   return conflictingListeners([...adminListeners(cfg.admin), ...servers]);
+}
+
+/**
+ * An issue at every `announce` name that no announcer of its router serves: a name is announced
+ * to the announcers whose `/#<prefix>` it starts with. (Linkerd only logs this at start-up; a
+ * server silently missing from discovery is better caught by `--check`.)
+ */
+function unannounceable(cfg: Parsed): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  cfg.routers.forEach((router, i) => {
+    // A protocol's schema may leave the common keys out (a test protocol does): treat them as empty.
+    const prefixes = (router.announcers ?? []).map((a) => readPath(`/#${typeof a['prefix'] === 'string' ? a['prefix'] : `/${a.kind}`}`));
+    const known = prefixes.length === 0 ? 'the router has no announcers' : `announcers: ${prefixes.map((p) => p.show).join(', ')}`;
+    router.servers.forEach((server, j) => {
+      (server.announce ?? []).forEach((name, k) => {
+        if (prefixes.some((p) => readPath(name).startsWith(p))) return;
+        issues.push({ path: ['routers', i, 'servers', j, 'announce', k], message: `no announcer found for ${name} (${known})` });
+      });
+    });
+  });
+  return issues;
 }
