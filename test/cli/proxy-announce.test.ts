@@ -13,7 +13,7 @@ import { ConfigError, validateProxyConfig } from '../../src/config/index.js';
 import { getJson, request } from '../admin/helpers.js';
 import { spawnCli } from '../helpers/run-cli.js';
 import { sharedZooKeeper } from '../helpers/services.js';
-import { TcpProxy } from '../resolver/storage/tcp-proxy.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { freePort, start, type Started } from './proxy-helpers.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -14,7 +14,7 @@ import { jittered } from '../../src/service/policy/index.js';
 import { MetricsRegistry } from '../../src/service/stats/index.js';
 import { quietLogs, type MemoryLog } from '../admin/helpers.js';
 import { type ServiceHandle, sharedZooKeeper, startZooKeeper } from '../helpers/services.js';
-import { TcpProxy } from '../resolver/storage/tcp-proxy.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -10,7 +10,7 @@ import { StorageUnavailableError } from '../../../src/resolver/storage/errors.js
 import { jittered } from '../../../src/service/policy/index.js';
 import { type ServiceHandle, startEtcd } from '../../helpers/services.js';
 import { current, dtabShown, listed, racingCreates, testContext, until } from './contract.js';
-import { TcpProxy } from './tcp-proxy.js';
+import { TcpProxy } from '../../helpers/tcp-proxy.js';
 
 const d = readDtab;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
