@@ -13,7 +13,6 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism, release, type } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { request } from 'undici';
 import { errorMessage } from '../core/errors.js';
 import {
   readGauge,
@@ -257,6 +256,8 @@ export class UsageReporter {
 
   async #post(endpoint: string, signal: AbortSignal): Promise<boolean> {
     try {
+      // undici costs ~60 ms and ~10 MiB at start-up; only an opted-in report needs it.
+      const { request } = await import('undici');
       const res = await request(endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
