@@ -15,8 +15,6 @@ export const TraceFlags = {
   Sampled: 4n,
 } as const;
 
-const U64 = (1n << 64n) - 1n;
-
 /** A serialized trace id had the wrong length. */
 export class InvalidTraceIdError extends PrxError {
   constructor(length: number) {
@@ -36,20 +34,25 @@ export interface TraceIdInit {
   readonly traceIdHigh?: bigint | undefined;
 }
 
-// Random ids come from a pooled buffer so a request costs one 8-byte read, not a syscall.
-const pool = Buffer.alloc(4096);
-let poolOffset = pool.length;
+// Random ids come from a pooled array so a request costs two array reads, not a syscall; ids are
+// kept as 32-bit words (no BigInt on the request path: each BigInt op allocates).
+const randomWords = new Uint32Array(1024);
+let randomOffset = randomWords.length;
+
+function randomWord(): number {
+  if (randomOffset === randomWords.length) {
+    randomFillSync(randomWords);
+    randomOffset = 0;
+  }
+  return randomWords[randomOffset++] as number;
+}
 
 /** A random non-zero 64-bit id. */
 export function randomSpanId(): bigint {
   for (;;) {
-    if (poolOffset + 8 > pool.length) {
-      randomFillSync(pool);
-      poolOffset = 0;
-    }
-    const id = pool.readBigUInt64BE(poolOffset);
-    poolOffset += 8;
-    if (id !== 0n) return id;
+    const hi = randomWord();
+    const lo = randomWord();
+    if ((hi | lo) !== 0) return toBigInt(hi, lo);
   }
 }
 
@@ -58,57 +61,181 @@ export function spanIdHex(id: bigint): string {
   return id.toString(16).padStart(16, '0');
 }
 
+function toBigInt(hi: number, lo: number): bigint {
+  return (BigInt(hi) << 32n) | BigInt(lo);
+}
+
+// Number#toString(16) is slow (a generic radix conversion); Buffer's hex encoder is not.
+const hexScratch = Buffer.alloc(8);
+
+function hex64(hi: number, lo: number): string {
+  hexScratch.writeUInt32BE(hi, 0);
+  hexScratch.writeUInt32BE(lo, 4);
+  return hexScratch.toString('hex', 0, 8);
+}
+
+const U32 = 0xffffffffn;
+
+/**
+ * A {@link TraceId} as 32-bit words (high, low of each 64-bit id). `highHi`/`highLo` are -1
+ * when the trace id is 64-bit.
+ */
+interface TraceWords {
+  readonly spanHi: number;
+  readonly spanLo: number;
+  readonly parentHi: number;
+  readonly parentLo: number;
+  readonly traceHi: number;
+  readonly traceLo: number;
+  readonly flagsHi: number;
+  readonly flagsLo: number;
+  readonly highHi: number;
+  readonly highLo: number;
+  readonly sampled: boolean | undefined;
+}
+
+function isWords(init: TraceIdInit | TraceWords): init is TraceWords {
+  return (init as Partial<TraceWords>).spanLo !== undefined;
+}
+
+const DEBUG_FLAG = 1;
+const SAMPLING_KNOWN_FLAG = 2;
+const SAMPLED_FLAG = 4;
+
+// toHeader encodes into this and base64s the used part: no buffer per request.
+const headerScratch = Buffer.alloc(40);
+
 /**
  * The identity of one span: the trace it belongs to, its parent span and itself. A root span
- * has all three ids equal (as Finagle encodes "no parent" on the wire).
+ * has all three ids equal (as Finagle encodes "no parent" on the wire). The 64-bit ids read as
+ * unsigned bigints; they are stored as 32-bit words.
  */
 export class TraceId {
-  readonly traceId: bigint;
-  readonly parentId: bigint;
-  readonly spanId: bigint;
-  readonly flags: bigint;
-  readonly traceIdHigh: bigint | undefined;
+  readonly #spanHi: number;
+  readonly #spanLo: number;
+  readonly #parentHi: number;
+  readonly #parentLo: number;
+  readonly #traceHi: number;
+  readonly #traceLo: number;
+  readonly #flagsHi: number;
+  readonly #flagsLo: number;
+  readonly #highHi: number;
+  readonly #highLo: number;
   readonly #sampled: boolean | undefined;
 
-  constructor(init: TraceIdInit) {
-    this.traceId = init.traceId & U64;
-    this.parentId = init.parentId & U64;
-    this.spanId = init.spanId & U64;
-    this.flags = (init.flags ?? 0n) & U64;
-    this.traceIdHigh = init.traceIdHigh === undefined ? undefined : init.traceIdHigh & U64;
+  constructor(init: TraceIdInit | TraceWords) {
+    if (isWords(init)) {
+      this.#spanHi = init.spanHi;
+      this.#spanLo = init.spanLo;
+      this.#parentHi = init.parentHi;
+      this.#parentLo = init.parentLo;
+      this.#traceHi = init.traceHi;
+      this.#traceLo = init.traceLo;
+      this.#flagsHi = init.flagsHi;
+      this.#flagsLo = init.flagsLo;
+      this.#highHi = init.highHi;
+      this.#highLo = init.highLo;
+      this.#sampled = init.sampled;
+      return;
+    }
+    this.#spanHi = Number((init.spanId >> 32n) & U32);
+    this.#spanLo = Number(init.spanId & U32);
+    this.#parentHi = Number((init.parentId >> 32n) & U32);
+    this.#parentLo = Number(init.parentId & U32);
+    this.#traceHi = Number((init.traceId >> 32n) & U32);
+    this.#traceLo = Number(init.traceId & U32);
+    const flags = init.flags ?? 0n;
+    this.#flagsHi = Number((flags >> 32n) & U32);
+    this.#flagsLo = Number(flags & U32);
+    const high = init.traceIdHigh;
+    this.#highHi = high === undefined ? -1 : Number((high >> 32n) & U32);
+    this.#highLo = high === undefined ? -1 : Number(high & U32);
     this.#sampled = init.sampled;
+  }
+
+  get traceId(): bigint {
+    return toBigInt(this.#traceHi, this.#traceLo);
+  }
+
+  get parentId(): bigint {
+    return toBigInt(this.#parentHi, this.#parentLo);
+  }
+
+  get spanId(): bigint {
+    return toBigInt(this.#spanHi, this.#spanLo);
+  }
+
+  get flags(): bigint {
+    return toBigInt(this.#flagsHi, this.#flagsLo);
+  }
+
+  /** High 64 bits of a 128-bit trace id. */
+  get traceIdHigh(): bigint | undefined {
+    return this.#highHi < 0 ? undefined : toBigInt(this.#highHi, this.#highLo);
   }
 
   /** A new root span with random ids. */
   static root(sampled?: boolean): TraceId {
-    const id = randomSpanId();
-    return new TraceId({ traceId: id, parentId: id, spanId: id, sampled });
+    let hi = 0;
+    let lo = 0;
+    while ((hi | lo) === 0) {
+      hi = randomWord();
+      lo = randomWord();
+    }
+    return new TraceId({
+      spanHi: hi,
+      spanLo: lo,
+      parentHi: hi,
+      parentLo: lo,
+      traceHi: hi,
+      traceLo: lo,
+      flagsHi: 0,
+      flagsLo: 0,
+      highHi: -1,
+      highLo: -1,
+      sampled,
+    });
   }
 
   /** The sampling decision; the debug flag forces `true`. */
   get sampled(): boolean | undefined {
-    return (this.flags & TraceFlags.Debug) !== 0n ? true : this.#sampled;
+    return (this.#flagsLo & DEBUG_FLAG) !== 0 ? true : this.#sampled;
   }
 
   get isDebug(): boolean {
-    return (this.flags & TraceFlags.Debug) !== 0n;
+    return (this.#flagsLo & DEBUG_FLAG) !== 0;
   }
 
   /** A child span: same trace, this span as parent, a fresh span id, same decision and flags. */
   nextChild(): TraceId {
-    return new TraceId({
-      traceId: this.traceId,
-      parentId: this.spanId,
-      spanId: randomSpanId(),
-      sampled: this.#sampled,
-      flags: this.flags,
-      traceIdHigh: this.traceIdHigh,
-    });
+    let hi = 0;
+    let lo = 0;
+    while ((hi | lo) === 0) {
+      hi = randomWord();
+      lo = randomWord();
+    }
+    return this.#with(hi, lo, this.#spanHi, this.#spanLo, this.#sampled);
   }
 
   /** The same span with a sampling decision. */
   withSampled(sampled: boolean | undefined): TraceId {
-    return new TraceId({ ...this.#init(), sampled });
+    return this.#with(this.#spanHi, this.#spanLo, this.#parentHi, this.#parentLo, sampled);
+  }
+
+  #with(spanHi: number, spanLo: number, parentHi: number, parentLo: number, sampled: boolean | undefined): TraceId {
+    return new TraceId({
+      spanHi,
+      spanLo,
+      parentHi,
+      parentLo,
+      traceHi: this.#traceHi,
+      traceLo: this.#traceLo,
+      flagsHi: this.#flagsHi,
+      flagsLo: this.#flagsLo,
+      highHi: this.#highHi,
+      highLo: this.#highLo,
+      sampled,
+    });
   }
 
   /**
@@ -116,37 +243,55 @@ export class TraceId {
    * traceIdHigh for 128-bit ids. A known sampling decision is folded into the flags.
    */
   serialize(): Buffer {
-    const buf = Buffer.allocUnsafe(this.traceIdHigh === undefined ? 32 : 40);
-    let flags = this.flags;
-    if (this.#sampled === true) flags |= TraceFlags.SamplingKnown | TraceFlags.Sampled;
-    else if (this.#sampled === false) flags |= TraceFlags.SamplingKnown;
-    buf.writeBigUInt64BE(this.spanId, 0);
-    buf.writeBigUInt64BE(this.parentId, 8);
-    buf.writeBigUInt64BE(this.traceId, 16);
-    buf.writeBigUInt64BE(flags, 24);
-    if (this.traceIdHigh !== undefined) buf.writeBigUInt64BE(this.traceIdHigh, 32);
+    const buf = Buffer.allocUnsafe(this.#highHi < 0 ? 32 : 40);
+    this.#writeTo(buf);
     return buf;
+  }
+
+  #writeTo(buf: Buffer): number {
+    let flagsLo = this.#flagsLo;
+    if (this.#sampled === true) flagsLo |= SAMPLING_KNOWN_FLAG | SAMPLED_FLAG;
+    else if (this.#sampled === false) flagsLo |= SAMPLING_KNOWN_FLAG;
+    buf.writeUInt32BE(this.#spanHi, 0);
+    buf.writeUInt32BE(this.#spanLo, 4);
+    buf.writeUInt32BE(this.#parentHi, 8);
+    buf.writeUInt32BE(this.#parentLo, 12);
+    buf.writeUInt32BE(this.#traceHi, 16);
+    buf.writeUInt32BE(this.#traceLo, 20);
+    buf.writeUInt32BE(this.#flagsHi, 24);
+    buf.writeUInt32BE(flagsLo >>> 0, 28);
+    if (this.#highHi < 0) return 32;
+    buf.writeUInt32BE(this.#highHi, 32);
+    buf.writeUInt32BE(this.#highLo, 36);
+    return 40;
   }
 
   /** Inverse of {@link TraceId.serialize}; throws {@link InvalidTraceIdError} on a bad length. */
   static deserialize(bytes: Uint8Array): TraceId {
     if (bytes.length !== 32 && bytes.length !== 40) throw new InvalidTraceIdError(bytes.length);
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
-    const flags = buf.readBigUInt64BE(24);
-    const known = (flags & TraceFlags.SamplingKnown) !== 0n;
+    const flagsLo = buf.readUInt32BE(28);
+    const known = (flagsLo & SAMPLING_KNOWN_FLAG) !== 0;
+    const wide = bytes.length === 40;
     return new TraceId({
-      spanId: buf.readBigUInt64BE(0),
-      parentId: buf.readBigUInt64BE(8),
-      traceId: buf.readBigUInt64BE(16),
-      flags,
-      sampled: known ? (flags & TraceFlags.Sampled) !== 0n : undefined,
-      traceIdHigh: bytes.length === 40 ? buf.readBigUInt64BE(32) : undefined,
+      spanHi: buf.readUInt32BE(0),
+      spanLo: buf.readUInt32BE(4),
+      parentHi: buf.readUInt32BE(8),
+      parentLo: buf.readUInt32BE(12),
+      traceHi: buf.readUInt32BE(16),
+      traceLo: buf.readUInt32BE(20),
+      flagsHi: buf.readUInt32BE(24),
+      flagsLo,
+      highHi: wide ? buf.readUInt32BE(32) : -1,
+      highLo: wide ? buf.readUInt32BE(36) : -1,
+      sampled: known ? (flagsLo & SAMPLED_FLAG) !== 0 : undefined,
     });
   }
 
   /** The `prx-ctx-trace` header value: standard base64 (with padding) of the binary form. */
   toHeader(): string {
-    return this.serialize().toString('base64');
+    const n = this.#writeTo(headerScratch);
+    return headerScratch.toString('base64', 0, n);
   }
 
   /** Parses a `prx-ctx-trace` header; undefined when it is not a valid trace id. */
@@ -161,24 +306,18 @@ export class TraceId {
 
   /** The trace id in hex (the `prx-reqid` value): 16 digits, 32 for 128-bit ids. */
   get traceIdHex(): string {
-    const low = spanIdHex(this.traceId);
-    return this.traceIdHigh === undefined ? low : spanIdHex(this.traceIdHigh) + low;
+    const low = hex64(this.#traceHi, this.#traceLo);
+    return this.#highHi < 0 ? low : hex64(this.#highHi, this.#highLo) + low;
+  }
+
+  /** The low 64 bits of the trace id in hex (16 digits), whatever its width. */
+  get traceIdLowHex(): string {
+    return hex64(this.#traceHi, this.#traceLo);
   }
 
   /** Finagle's rendering: `trace.span<:parent`. */
   toString(): string {
-    return `${this.traceIdHex}.${spanIdHex(this.spanId)}<:${spanIdHex(this.parentId)}`;
-  }
-
-  #init(): TraceIdInit {
-    return {
-      traceId: this.traceId,
-      parentId: this.parentId,
-      spanId: this.spanId,
-      sampled: this.#sampled,
-      flags: this.flags,
-      traceIdHigh: this.traceIdHigh,
-    };
+    return `${this.traceIdHex}.${hex64(this.#spanHi, this.#spanLo)}<:${hex64(this.#parentHi, this.#parentLo)}`;
   }
 }
 

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { PrxError } from '../../core/errors.js';
+import type { ExchangeController, ExchangeHandler } from './h1-exchange.js';
 
 /** The upstream response exceeded `maxResponseKB` (a non-chunked body announced as too large). */
 export class ResponseTooLargeError extends PrxError {
@@ -20,12 +21,13 @@ export interface BodySink {
 }
 
 /**
- * One request/response exchange with an upstream endpoint over an undici dispatcher, streaming
+ * One request/response exchange with an upstream endpoint (over the lean h1 client, or an undici
+ * dispatcher for TLS and upgrades), streaming
  * both ways. The head arrives as a promise (so retries and classification can look at it); the
  * body is held (paused) until {@link forward} attaches a sink or {@link discard} drops it, and then
  * flows with backpressure. Allocation per exchange: this object and one promise.
  */
-export class UpstreamExchange implements Dispatcher.DispatchHandler {
+export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHandler {
   status = 0;
   headers: IncomingHttpHeaders = {};
   /** True once any response byte or head has arrived (no requeue possible after that). */
@@ -41,7 +43,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   /** Upgraded socket (101 Switching Protocols). */
   socket: Duplex | undefined;
 
-  #controller: Dispatcher.DispatchController | undefined;
+  #controller: ExchangeController | undefined;
   #resolve!: (x: UpstreamExchange) => void;
   #reject!: (e: Error) => void;
   readonly head: Promise<UpstreamExchange>;
@@ -53,7 +55,8 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
   #ended = false;
   #onDone: ((ex: UpstreamExchange) => void) | undefined;
   readonly #maxResponseBytes: number;
-  readonly #resumeBound = (): void => this.#controller?.resume();
+  /** Resumes reading once a slow sink drains; made on the first backpressure, not per exchange. */
+  #resumeBound: (() => void) | undefined;
 
   constructor(maxResponseBytes = Infinity, onDone?: (ex: UpstreamExchange) => void) {
     this.#maxResponseBytes = maxResponseBytes;
@@ -97,12 +100,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     if (!this.finished) this.#controller?.resume();
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onRequestStart(controller: ExchangeController): void {
     this.#controller = controller;
     this.requestStarted = true;
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+  onResponseStart(controller: ExchangeController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200 && statusCode !== 101) return; // 1xx informational: not forwarded
     this.responded = true;
     this.status = statusCode;
@@ -121,12 +124,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.#resolve(this);
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onResponseData(controller: ExchangeController, chunk: Buffer): void {
     const sink = this.#sink;
     if (sink !== null) {
       if (!sink.write(chunk)) {
         controller.pause();
-        sink.once('drain', this.#resumeBound);
+        sink.once('drain', (this.#resumeBound ??= () => this.#controller?.resume()));
       }
     } else if (!this.#discarding) {
       (this.#held ??= []).push(chunk);
@@ -141,11 +144,11 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler {
     this.#onDone?.(this);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onResponseError(_controller: ExchangeController, err: Error): void {
     this.#fail(err);
   }
 
-  onRequestUpgrade(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+  onRequestUpgrade(_controller: ExchangeController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
     this.responded = true;
     this.status = statusCode;
     this.headers = headers;

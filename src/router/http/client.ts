@@ -6,7 +6,7 @@ import { RetryBudget } from '../../service/policy/index.js';
 import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { NoBrokersAvailableError } from '../binding.js';
-import { Endpoint, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
+import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
 
 /** Connection to an endpoint failed before any response (refused, reset, unreachable, timed out). */
 export class ConnectionFailedError extends PrxError {
@@ -44,6 +44,10 @@ const CONNECT_FAILURES = new Set([
   'UND_ERR_CLOSED',
   'UND_ERR_DESTROYED',
   'PRX_ERR_TOO_MANY_WAITERS',
+  // The lean h1 client's counterparts of UND_ERR_SOCKET, _CONNECT_TIMEOUT and _DESTROYED.
+  'PRX_ERR_UPSTREAM_CLOSED',
+  'PRX_ERR_UPSTREAM_CONNECT_TIMEOUT',
+  'PRX_ERR_UPSTREAM_POOL_CLOSED',
 ]);
 
 export function isConnectFailure(err: unknown): boolean {
@@ -199,10 +203,10 @@ export class HttpClient implements Closable {
 
   /**
    * Sends `req` to an endpoint picked by the balancer, requeueing connection failures on other
-   * endpoints while `replayable()` and the requeue budget allow. Resolves once a response head
-   * arrives.
+   * endpoints while the body can be replayed and the requeue budget allows. Resolves once a
+   * response head arrives.
    */
-  async send(req: OutboundRequest, replayable: () => boolean, handle: AttemptHandle): Promise<Attempt> {
+  async send(req: OutboundRequest, handle: AttemptHandle): Promise<Attempt> {
     this.#requeueBudget.deposit();
     for (let requeues = 0; ; requeues++) {
       if (handle.cancelled !== undefined) throw handle.cancelled;
@@ -225,7 +229,7 @@ export class HttpClient implements Closable {
         this.recordOutcome(endpoint, false, performance.now() - started);
         if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
         if (!connectFailure) throw e;
-        if (requeues >= MAX_REQUEUES || !replayable()) throw this.#connectionFailed(endpoint, e);
+        if (requeues >= MAX_REQUEUES || !isReplayable(req)) throw this.#connectionFailed(endpoint, e);
         if (!this.#requeueBudget.tryWithdraw()) {
           this.#requeueExhausted.incr();
           throw this.#connectionFailed(endpoint, e);

@@ -2,7 +2,11 @@ import { Dtab } from '../../naming/index.js';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { renderError, clearResponseContext, type RenderedError } from '../../protocol/http/headers/error-response.js';
-import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
+import { forwardedHeaderList, stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
+import type { HeaderValue } from '../../protocol/http/headers/types.js';
+import type { UpstreamExchange } from '../../protocol/http/upstream.js';
+import type { ServerResponse } from 'node:http';
+import type { Deflate, Gzip } from 'node:zlib';
 import {
   ConflictingContentLengthError,
   DynBoundTimeoutError,
@@ -32,7 +36,8 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
   // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
-  if ((err as { code?: unknown } | null)?.code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') return new ConflictingContentLengthError('response');
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'PRX_ERR_UPSTREAM_CONTENT_LENGTH') return new ConflictingContentLengthError('response');
   return new UpstreamFailureError(err);
 }
 
@@ -73,12 +78,25 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
   const res = ctx.res;
   if (res === undefined) return;
   const upgrade = ex.status === 101;
+  ctx.status = ex.status;
+  const cfg = ctx.handler.cfg;
+  if (!cfg.clearContext) {
+    // The common case: one pass over the upstream headers into the list writeHead takes. The
+    // compressor looks only at end-to-end headers, so it may run before hop-by-hop stripping.
+    const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
+    const list = forwardedHeaderList(headers, upgrade, viaEntry(ctx.req.httpVersion));
+    if (list !== undefined) {
+      sendUpstreamResponse(ctx, res, ex, list, compressor, success);
+      return;
+    }
+    stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
+    appendVia(headers, viaEntry(ctx.req.httpVersion));
+    sendUpstreamResponse(ctx, res, ex, headers as Record<string, string | string[]>, compressor, success);
+    return;
+  }
   stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
   appendVia(headers, viaEntry(ctx.req.httpVersion));
-  let dropBody = false;
-  if (ctx.handler.cfg.clearContext) dropBody = clearResponseContext(headers);
-  ctx.status = ex.status;
-  if (dropBody) {
+  if (clearResponseContext(headers)) {
     ex.discard();
     ctx.responseLength = 0;
     res.writeHead(ex.status, headers as Record<string, string | string[]>);
@@ -87,10 +105,22 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
     return;
   }
   const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
-  const length = headers['content-length'];
+  sendUpstreamResponse(ctx, res, ex, headers as Record<string, string | string[]>, compressor, success);
+}
+
+function sendUpstreamResponse(
+  ctx: RequestContext,
+  res: ServerResponse,
+  ex: UpstreamExchange,
+  head: Record<string, string | string[]> | HeaderValue[],
+  compressor: Gzip | Deflate | undefined,
+  success: boolean,
+): void {
+  const length = ex.headers['content-length'];
   if (length !== undefined) ctx.responseLength = Number(length);
-  res.writeHead(ex.status, headers as Record<string, string | string[]>);
-  res.once('finish', () => ctx.finish(ex.status, success));
+  // Node takes a flat [name, value, …] list as well as an object.
+  res.writeHead(ex.status, head as Record<string, string | string[]>);
+  ctx.succeedOnFinish(success);
   if (compressor === undefined) {
     ex.forward(res);
   } else {

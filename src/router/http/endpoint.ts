@@ -1,11 +1,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
 import { addressKey } from '../../naming/index.js';
 import type { BalancerNode } from '../../service/balancer/types.js';
 import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { UpstreamExchange } from '../../protocol/http/upstream.js';
+import { H1Pool } from '../../protocol/http/h1-pool.js';
 
 /** How connections to one endpoint are made and kept (client params, resolved). */
 export interface EndpointOptions {
@@ -38,6 +40,19 @@ export interface OutboundRequest {
   clientCert: string | undefined;
 }
 
+// undici costs ~60 ms of start-up to load and is only needed for TLS upstreams and upgrades.
+let undiciModule: typeof Undici | undefined;
+function undici(): typeof Undici {
+  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
+  return undiciModule;
+}
+
+/** Whether a request body can be sent again (none, buffered, or a stream not yet read). */
+export function isReplayable(out: OutboundRequest): boolean {
+  const b = out.body;
+  return b === null || Buffer.isBuffer(b) || !b.readableDidRead;
+}
+
 /**
  * The request's current upstream exchange, so a timeout or the client going away can abort it.
  * One per inbound request, reused across attempts.
@@ -64,7 +79,10 @@ export class Endpoint implements BalancerNode {
   readonly weight: number;
   load = 0;
   readonly accrual: FailureAccrualState;
-  readonly #pool: Pool;
+  /** Plain-HTTP endpoints: the lean client (upgrades still take an undici connection). */
+  readonly #h1: H1Pool | undefined;
+  /** TLS endpoints, and upgrade requests: undici, made on first use. */
+  #pool: Undici.Pool | undefined;
   readonly #opts: EndpointOptions;
   #closed = false;
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
@@ -80,8 +98,25 @@ export class Endpoint implements BalancerNode {
     this.weight = address.weight > 0 ? address.weight : 1;
     this.#opts = opts;
     this.accrual = new FailureAccrualState(opts.accrual());
+    this.#h1 =
+      opts.tls === undefined
+        ? new H1Pool({
+            host: address.host,
+            port: address.port,
+            maxConnections: opts.maxConnections,
+            keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
+            lifeTimeMs: opts.lifeTimeMs,
+            maxHeaderBytes: opts.maxHeaderBytes,
+            connectTimeoutMs: opts.connectTimeoutMs,
+          })
+        : undefined;
+  }
+
+  #undici(): Undici.Pool {
+    if (this.#pool !== undefined) return this.#pool;
+    const opts = this.#opts;
     const scheme = opts.tls === undefined ? 'http' : 'https';
-    this.#pool = new Pool(`${scheme}://${this.key}`, {
+    this.#pool = new (undici().Pool)(`${scheme}://${this.key}`, {
       connections: opts.maxConnections,
       pipelining: 1,
       keepAliveTimeout: opts.keepAliveTimeoutMs,
@@ -101,6 +136,7 @@ export class Endpoint implements BalancerNode {
             }),
       },
     });
+    return this.#pool;
   }
 
   get available(): boolean {
@@ -124,7 +160,7 @@ export class Endpoint implements BalancerNode {
 
   /** Open connections (for the client's `connections` gauge). */
   get connections(): number {
-    return this.#closed ? 0 : this.#pool.stats.connected;
+    return this.#closed ? 0 : (this.#h1?.connected ?? 0) + (this.#pool?.stats.connected ?? 0);
   }
 
   /** True when one more request would exceed the pool's connections plus waiters. */
@@ -137,7 +173,12 @@ export class Endpoint implements BalancerNode {
   dispatch(req: OutboundRequest): UpstreamExchange {
     const ex = new UpstreamExchange(this.#opts.maxResponseBytes, this.#onDone);
     this.load++;
-    this.#pool.dispatch(
+    const h1 = this.#h1;
+    if (h1 !== undefined && req.upgrade === null) {
+      h1.dispatch(req, ex);
+      return ex;
+    }
+    this.#undici().dispatch(
       {
         path: req.path,
         method: req.method,
@@ -154,12 +195,12 @@ export class Endpoint implements BalancerNode {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    return this.#pool.close().catch(() => undefined);
+    return Promise.all([this.#h1?.close(), this.#pool?.close().catch(() => undefined)]).then(() => undefined);
   }
 
   /** Closes every connection now, failing in-flight requests. */
   destroy(): Promise<void> {
     this.#closed = true;
-    return this.#pool.destroy().catch(() => undefined);
+    return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined)]).then(() => undefined);
   }
 }

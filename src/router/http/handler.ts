@@ -4,8 +4,9 @@ import type { Duplex } from 'node:stream';
 import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
-import { AttemptHandle, type OutboundRequest } from './endpoint.js';
-import { RequestContext, type IngressResult } from './ingress.js';
+import { AttemptHandle } from './endpoint.js';
+import type { Dtab, Path } from '../../naming/index.js';
+import { RequestContext, RoutedResponse } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
 import type { PathService } from './path-service.js';
 import type { Lease } from '../cache.js';
@@ -55,6 +56,7 @@ export class HttpServerHandler {
       highWaterMark: Math.max(16 * 1024, rc.maxChunkKB * 1024),
       // A request without Host is the identifier's to judge (400 with prx-err and the reason), not node's bare 400.
       requireHostHeader: false,
+      ServerResponse: RoutedResponse,
     };
     const fwd = cfg.addForwardedHeader;
     this.#forwardedHeader = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
@@ -182,20 +184,23 @@ export class HttpServerHandler {
     let lease: Lease<PathService> | undefined;
     try {
       const maxConcurrent = this.cfg.maxConcurrentRequests;
-      const ingress: IngressResult = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency() : await ctx.ingress();
+      let ingress = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency() : ctx.ingress();
+      // Only a request whose body must be read first waits here.
+      if (ingress instanceof Promise) ingress = await ingress;
       if (ingress.kind === 'answered') return;
-      lease = this.router.pathService(ingress.dst, ingress.localDtab);
+      lease = this.router.pathService(ctx.dst as Path, ctx.localDtab as Dtab);
       const svc = lease.value;
       ctx.service = svc;
-      const out: OutboundRequest = ctx.out;
       const handle = new AttemptHandle();
       ctx.handle = handle;
-      const served = await svc.serve(out, handle, ctx.bindDeadline, ctx.chunked, ctx.replayable, ctx.started);
+      const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.chunked, ctx.started);
       ctx.served = served;
       const ok = served.responseClass === 'success';
       svc.record(ok, performance.now() - ctx.started);
       writeUpstreamHead(ctx, served, ok);
     } catch (err) {
+      // A response head that could not be written (node refused a header): free its connection.
+      if (ctx.served !== undefined && ctx.res?.headersSent === false) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
       ctx.service?.record(false, performance.now() - ctx.started);
       const e = renderProxyError(ctx, err);
       writeErrorResponse(ctx, e);

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
 import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
@@ -34,9 +34,28 @@ export class InitialLineTooLongError extends ProxyError {
   }
 }
 
-export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed'; readonly dst: Path; readonly localDtab: Dtab };
+/** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
+export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed' };
 
 const ANSWERED: IngressResult = Object.freeze({ kind: 'answered' });
+const ROUTED: IngressResult = Object.freeze({ kind: 'routed' });
+
+/**
+ * The router's response class: it carries its request's context, so the one `close` listener
+ * (a shared function, not a closure per request) can complete it.
+ */
+export class RoutedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  context: RequestContext | undefined;
+}
+
+function onResponseClose(this: RoutedResponse): void {
+  this.context?.responseClosed();
+}
+
+function onUpgradeSocketClose(this: Duplex & { context?: RequestContext }): void {
+  const ctx = this.context;
+  if (ctx !== undefined) ctx.finish(ctx.status, ctx.status === 101);
+}
 
 /**
  * Everything one inbound request carries through the router: the outbound request being built,
@@ -67,11 +86,8 @@ export class RequestContext {
    */
   responseLength: number | undefined;
   #done = false;
-  /** Whether the request body can be sent again (buffered or not yet read). */
-  readonly replayable = (): boolean => {
-    const b = this.out.body;
-    return b === null || Buffer.isBuffer(b) || !b.readableDidRead;
-  };
+  /** The response class to complete with once the forwarded response has been written out. */
+  #successOnFinish = false;
 
   constructor(handler: HttpServerHandler, req: IncomingMessage, res: ServerResponse | undefined, socket?: Duplex, head?: Buffer) {
     this.handler = handler;
@@ -89,17 +105,34 @@ export class RequestContext {
       clientCert: undefined,
     };
     if (res !== undefined) {
-      res.once('close', () => {
-        if (!res.writableFinished) this.handle?.abort(new Error('client closed the connection'), true);
-        this.finish(this.status, false);
-      });
+      (res as RoutedResponse).context = this;
+      // Node emits close after finish too, so this one listener completes every request.
+      res.on('close', onResponseClose);
     }
   }
 
   static forUpgrade(handler: HttpServerHandler, req: IncomingMessage, socket: Duplex, head: Buffer): RequestContext {
     const ctx = new RequestContext(handler, req, undefined, socket, head);
-    socket.once('close', () => ctx.finish(ctx.status, ctx.status === 101));
+    (socket as Duplex & { context?: RequestContext }).context = ctx;
+    socket.once('close', onUpgradeSocketClose);
     return ctx;
+  }
+
+  /** The response's `close`: complete the request, aborting the upstream side when the client left early. */
+  responseClosed(): void {
+    const res = this.res as ServerResponse;
+    (res as RoutedResponse).context = undefined;
+    if (!res.writableFinished) {
+      this.handle?.abort(new Error('client closed the connection'), true);
+      this.finish(this.status, false);
+      return;
+    }
+    this.finish(this.status, this.#successOnFinish);
+  }
+
+  /** The forwarded response is being written: once it is all out, the request completes as `success`. */
+  succeedOnFinish(success: boolean): void {
+    this.#successOnFinish = success;
   }
 
   /** Completes the request once (stats, access log); success per the response class. */
@@ -118,7 +151,7 @@ export class RequestContext {
    * Checks limits, reads and rewrites the context headers, identifies the request and prepares
    * its body. Writes the error response itself and answers `answered` when the request cannot go on.
    */
-  async ingress(): Promise<IngressResult> {
+  ingress(): IngressResult | Promise<IngressResult> {
     const router = this.handler.router;
     const rc = router.cfg;
     const req = this.req;
@@ -171,16 +204,21 @@ export class RequestContext {
       if (stamp !== undefined) headers[stamp.toLowerCase()] = String(Date.now());
       this.handler.forwarded?.(this);
       this.out.clientCert = clientCertHeader(req);
-      delete headers['expect'];
-      await this.#prepareBody(transferEncoding);
-      return { kind: 'routed', dst: identified.dst, localDtab };
+      if (headers['expect'] !== undefined) delete headers['expect'];
+      const reading = this.#prepareBody(transferEncoding);
+      return reading === undefined ? ROUTED : reading.then(routed, (err: unknown) => this.#answerError(err));
     } catch (err) {
-      writeErrorResponse(this, err);
-      return ANSWERED;
+      return this.#answerError(err);
     }
   }
 
-  async #prepareBody(te: string | undefined): Promise<void> {
+  #answerError(err: unknown): IngressResult {
+    writeErrorResponse(this, err);
+    return ANSWERED;
+  }
+
+  /** Sets the outbound body; a promise only when the body has to be read (and buffered) first. */
+  #prepareBody(te: string | undefined): Promise<void> | undefined {
     const req = this.req;
     const rc = this.handler.router.cfg;
     const cl = req.headers['content-length'];
@@ -189,24 +227,26 @@ export class RequestContext {
       const n = Number(cl);
       const limit = rc.maxRequestKB * 1024;
       if (n > limit) throw new PayloadTooLargeError(n, limit);
-      if (n === 0) return;
+      if (n === 0) return undefined;
       if (n <= RETRY_BUFFER_BYTES || !rc.streamingEnabled) {
-        this.out.body = await readBody(req, n);
-        return;
+        return readBody(req, n).then((body) => {
+          this.out.body = body;
+        });
       }
       this.out.body = req;
-      return;
+      return undefined;
     }
     if (te !== undefined) {
       // Chunked: forwarded as a stream (never retried). Without streaming, it is aggregated up to the limit.
       if (!rc.streamingEnabled) {
-        const body = await readBody(req, rc.maxRequestKB * 1024, true);
-        this.out.body = body;
-        req.headers['content-length'] = String(body.length);
-        return;
+        return readBody(req, rc.maxRequestKB * 1024, true).then((body) => {
+          this.out.body = body;
+          req.headers['content-length'] = String(body.length);
+        });
       }
       this.out.body = req;
     }
+    return undefined;
   }
 
   /** The access-log line of this request. */
@@ -234,6 +274,10 @@ export class RequestContext {
 const UNFOLDED_HEADERS = ['prx-ctx-deadline', 'prx-ctx-dtab', 'prx-dtab'] as const;
 
 /** Replaces each present context header by its separate values (rare, so the lazy `headersDistinct` is cheap enough). */
+function routed(): IngressResult {
+  return ROUTED;
+}
+
 function unfoldContextHeaders(req: IncomingMessage): void {
   const headers = req.headers;
   for (const name of UNFOLDED_HEADERS) {

@@ -6,7 +6,7 @@ import type { Counter, Histogram, StatsReceiver } from '../../service/stats/inde
 import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
 import type { Lease } from '../cache.js';
 import type { Attempt, HttpClient } from './client.js';
-import type { AttemptHandle, OutboundRequest } from './endpoint.js';
+import { isReplayable, type AttemptHandle, type OutboundRequest } from './endpoint.js';
 
 /** The parameters of one service (logical name), resolved from the router's service policy. */
 export interface ServiceParams {
@@ -100,7 +100,6 @@ export class PathService implements Closable {
     handle: AttemptHandle,
     bindDeadline: number,
     chunked: boolean,
-    replayable: () => boolean,
     started: number,
   ): Promise<Served> {
     const p = this.#params;
@@ -133,7 +132,7 @@ export class PathService implements Closable {
         let failure: Error | undefined;
         try {
           this.#host.prepareAttempt(out, name, client.id);
-          attempt = await this.#attempt(client, out, handle, replayable, totalDeadline, totalMs);
+          attempt = await this.#attempt(client, out, handle, totalDeadline, totalMs);
           responseClass = p.classifier.classify({
             method: out.method,
             status: attempt.exchange.status,
@@ -148,7 +147,7 @@ export class PathService implements Closable {
         } finally {
           lease.release();
         }
-        if (responseClass === 'retryableFailure' && replayable()) {
+        if (responseClass === 'retryableFailure' && isReplayable(out)) {
           backoff ??= (p.backoff ?? NO_BACKOFF).stream();
           const wait = backoff.nextMs();
           if (performance.now() + wait < totalDeadline) {
@@ -178,19 +177,24 @@ export class PathService implements Closable {
     c.latency.add(latencyMs);
   }
 
-  async #attempt(
+  /** One attempt: a plain send, or (with a deadline) one raced against its timer. */
+  #attempt(client: HttpClient, out: OutboundRequest, handle: AttemptHandle, totalDeadline: number, totalMs: number | undefined): Promise<Attempt> {
+    const attemptMs = this.#host.attemptTimeoutMs(client.id);
+    if (attemptMs === undefined && totalDeadline === Infinity) return client.send(out, handle);
+    return this.#timedAttempt(client, out, handle, attemptMs, totalDeadline, totalMs);
+  }
+
+  async #timedAttempt(
     client: HttpClient,
     out: OutboundRequest,
     handle: AttemptHandle,
-    replayable: () => boolean,
+    attemptMs: number | undefined,
     totalDeadline: number,
     totalMs: number | undefined,
   ): Promise<Attempt> {
-    const attemptMs = this.#host.attemptTimeoutMs(client.id);
     const now = performance.now();
     const attemptDeadline = attemptMs === undefined ? Infinity : now + attemptMs;
     const deadline = Math.min(attemptDeadline, totalDeadline);
-    if (deadline === Infinity) return client.send(out, replayable, handle);
     let timedOut: Error | undefined;
     const timer = setTimeout(() => {
       timedOut =
@@ -199,7 +203,7 @@ export class PathService implements Closable {
       handle.abort(timedOut, false);
     }, Math.max(0, deadline - now));
     try {
-      return await client.send(out, replayable, handle);
+      return await client.send(out, handle);
     } catch (err) {
       throw timedOut ?? err;
     } finally {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { HOP_BY_HOP_HEADERS, stripHopByHopHeaders } from '../../../src/protocol/http/headers/hop-by-hop.js';
+import { forwardedHeaderList, HOP_BY_HOP_HEADERS, stripHopByHopHeaders } from '../../../src/protocol/http/headers/hop-by-hop.js';
 import type { HeaderMap } from '../../../src/protocol/http/headers/types.js';
 
 function hopHeaders(): HeaderMap {
@@ -54,5 +54,60 @@ describe('stripHopByHopHeaders', () => {
     const empty: HeaderMap = {};
     stripHopByHopHeaders(empty, { keepUpgrade: true });
     assert.deepEqual(empty, {});
+  });
+});
+
+describe('forwardedHeaderList: the flat writeHead list, equal to stripping in place then appending Via', () => {
+  const names = ['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate', 'via', 'x-a', 'content-length', 'set-cookie'];
+  const connectionValues = [undefined, 'keep-alive', 'close', 'Keep-Alive', 'upgrade', 'Upgrade', 'x-a', 'close, x-a', ['keep-alive', 'close']];
+
+  /** What stripHopByHopHeaders + appendVia leave, as [name, value] pairs in the map's order. */
+  function viaStrip(headers: HeaderMap, keepUpgrade: boolean, via: string): [string, unknown][] {
+    const copy: HeaderMap = structuredClone(headers);
+    stripHopByHopHeaders(copy, { keepUpgrade });
+    const v = copy['via'];
+    copy['via'] = v === undefined ? via : `${typeof v === 'string' ? v : v.join(', ')}, ${via}`;
+    return Object.entries(copy).filter(([, value]) => value !== undefined);
+  }
+
+  function pairs(list: readonly unknown[]): [string, unknown][] {
+    const out: [string, unknown][] = [];
+    for (let i = 0; i < list.length; i += 2) out.push([list[i] as string, list[i + 1]]);
+    return out;
+  }
+
+  it('matches for every mix of hop-by-hop, Via and end-to-end headers it accepts, and declines only Connection lists naming more', () => {
+    let checked = 0;
+    for (let mask = 0; mask < 1 << names.length; mask += 7) {
+      for (const connection of connectionValues) {
+        for (const keepUpgrade of [false, true]) {
+          const headers: HeaderMap = {};
+          names.forEach((n, i) => {
+            if ((mask & (1 << i)) !== 0) headers[n] = n === 'set-cookie' ? ['a=1', 'b=2'] : n === 'via' ? '1.1 a' : `v-${n}`;
+          });
+          if (connection === undefined) delete headers['connection'];
+          else headers['connection'] = connection;
+          const list = forwardedHeaderList(headers, keepUpgrade, '1.1 prx');
+          const plain = connection === undefined || (typeof connection === 'string' && ['keep-alive', 'close', 'upgrade'].includes(connection.toLowerCase()));
+          if (!plain) {
+            assert.equal(list, undefined, `declines Connection: ${String(connection)}`);
+            continue;
+          }
+          assert.ok(list, `accepts Connection: ${String(connection)}`);
+          const expected = viaStrip(headers, keepUpgrade, '1.1 prx');
+          assert.deepEqual(new Map(pairs(list)), new Map(expected), JSON.stringify({ headers, keepUpgrade }));
+          assert.deepEqual(pairs(list).map(([n]) => n).sort(), expected.map(([n]) => n).sort());
+          checked++;
+        }
+      }
+    }
+    assert.ok(checked > 500, `${checked} header maps compared`);
+  });
+
+  it('leaves the header map untouched', () => {
+    const headers: HeaderMap = { connection: 'keep-alive', 'keep-alive': 'timeout=5', 'x-a': '1' };
+    const before = { ...headers };
+    forwardedHeaderList(headers, false, '1.1 prx');
+    assert.deepEqual(headers, before);
   });
 });

@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import { kindShape, registerKind } from '../../../config/index.js';
-import { randomSpanId, sampleByRate, spanIdHex, TraceId, type Tracer } from '../../../service/tracing.js';
+import { randomSpanId, sampleByRate, TraceId, type Tracer } from '../../../service/tracing.js';
 import { readSampleHeader } from './context.js';
 import { PRX_CTX_TRACE, PRX_REQID } from './names.js';
 import type { HeaderMap } from './types.js';
@@ -42,7 +42,7 @@ export const defaultTracePropagator: TracePropagator = Object.freeze({
   sampleRate: readSampleHeader,
   setContext(headers: HeaderMap, id: TraceId): void {
     headers[PRX_CTX_TRACE] = id.toHeader();
-    headers[PRX_REQID] = spanIdHex(id.traceId);
+    headers[PRX_REQID] = id.traceIdLowHex;
   },
 });
 

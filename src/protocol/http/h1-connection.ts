@@ -1,0 +1,488 @@
+/**
+ * One keep-alive HTTP/1.1 connection of the lean client (see h1-pool.ts): it writes a request head
+ * as one string, parses the response head from the bytes that hold it, and streams a
+ * content-length, chunked or close-delimited body into its exchange's handler.
+ */
+import { connect, type Socket } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import {
+  UpstreamClosedError,
+  UpstreamConnectTimeoutError,
+  UpstreamContentLengthError,
+  UpstreamHeadersOverflowError,
+  UpstreamProtocolError,
+  type ExchangeController,
+  type ExchangeHandler,
+  type H1Request,
+} from './h1-exchange.js';
+
+/** What a connection needs from the pool that owns it. */
+export interface ConnectionOwner {
+  readonly opts: {
+    readonly host: string;
+    readonly port: number;
+    readonly keepAliveTimeoutMs: number;
+    readonly lifeTimeMs: number | null;
+    readonly maxHeaderBytes: number;
+    readonly connectTimeoutMs: number;
+  };
+  /** The connection finished its exchange and may take another. */
+  released(conn: H1Connection): void;
+  /** The connection is gone. */
+  removed(conn: H1Connection): void;
+}
+
+// Body framing of the response being read.
+const HEAD = 0;
+const FIXED = 1;
+const CHUNK_SIZE = 2;
+const CHUNK_DATA = 3;
+const CHUNK_DATA_END = 4;
+const TRAILERS = 5;
+const UNTIL_CLOSE = 6;
+const DONE = 7;
+
+const CRLF2 = Buffer.from('\r\n\r\n');
+const CHUNK_END = Buffer.from('\r\n');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+function bodyless(method: string, status: number): boolean {
+  return method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
+}
+
+/**
+ * One keep-alive connection. It is its exchange's controller: `pause` holds the unread bytes and
+ * stops the socket, `resume` feeds them on, `abort` destroys the connection and fails the exchange.
+ */
+export class H1Connection implements ExchangeController {
+  readonly #pool: ConnectionOwner;
+  readonly #socket: Socket;
+  readonly #born = Date.now();
+  #connected = false;
+  #connectTimer: NodeJS.Timeout | undefined;
+  /** The request to send once the connection is up. */
+  #waiting: H1Request | undefined;
+  #handler: ExchangeHandler | undefined;
+  #method = '';
+  #state = DONE;
+  #remaining = 0;
+  #keepAlive = true;
+  /** Bytes read but not consumed (a partial head, or data held while paused). */
+  #pending: Buffer | undefined;
+  #paused = false;
+  #feeding = false;
+  #dead = false;
+  #requestBody: Readable | undefined;
+  #chunkedRequest = false;
+  /** The upstream's FIN arrived while body bytes were held for a paused exchange. */
+  #eof = false;
+  /** The idle timeout in force (the upstream's Keep-Alive hint may shorten the configured one). */
+  #idleMs: number;
+
+  constructor(pool: ConnectionOwner) {
+    this.#pool = pool;
+    const o = pool.opts;
+    this.#idleMs = o.keepAliveTimeoutMs;
+    const socket = connect({ host: o.host, port: o.port, noDelay: true });
+    this.#socket = socket;
+    this.#connectTimer = setTimeout(() => this.destroy(new UpstreamConnectTimeoutError(o.connectTimeoutMs)), o.connectTimeoutMs);
+    socket.once('connect', () => {
+      this.#connected = true;
+      clearTimeout(this.#connectTimer);
+      this.#connectTimer = undefined;
+      socket.setTimeout(this.#idleMs);
+      const req = this.#waiting;
+      if (req !== undefined) {
+        this.#waiting = undefined;
+        this.#send(req);
+      }
+    });
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('timeout', () => {
+      if (this.#handler === undefined) this.destroy();
+    });
+    socket.once('end', () => this.#onEnd());
+    socket.once('error', (err: Error) => this.destroy(err));
+    socket.once('close', () => {
+      // A deferred end (see #onEnd) finishes the exchange once its held bytes are delivered.
+      if (!this.#eof) this.destroy(new UpstreamClosedError());
+    });
+  }
+
+  /** Sends `req` (once connected) and reads its response into `handler`. */
+  start(req: H1Request, handler: ExchangeHandler): void {
+    this.#handler = handler;
+    this.#method = req.method;
+    this.#state = HEAD;
+    this.#paused = false;
+    if (this.#connected) this.#send(req);
+    else this.#waiting = req;
+  }
+
+  #send(req: H1Request): void {
+    const handler = this.#handler;
+    if (handler === undefined) return;
+    if (handler.finished) {
+      // Aborted while it waited: the connection is still clean.
+      this.#handler = undefined;
+      this.#state = DONE;
+      this.#pool.released(this);
+      return;
+    }
+    // From here the request is on a connected socket (it may reach the upstream).
+    handler.onRequestStart(this);
+    if (this.#dead) return;
+    const body = req.body;
+    let head = `${req.method} ${req.path} HTTP/1.1\r\n`;
+    const headers = req.headers;
+    let hasLength = false;
+    for (const name in headers) {
+      const v = headers[name];
+      if (v === undefined) continue;
+      if (name === 'content-length') hasLength = true;
+      if (typeof v === 'string') head += `${name}: ${v}\r\n`;
+      else for (const one of v) head += `${name}: ${one}\r\n`;
+    }
+    const socket = this.#socket;
+    if (body === null) {
+      socket.write(`${head}connection: keep-alive\r\n\r\n`, 'latin1');
+      return;
+    }
+    if (Buffer.isBuffer(body)) {
+      if (!hasLength) head += `content-length: ${body.length}\r\n`;
+      socket.cork();
+      socket.write(`${head}connection: keep-alive\r\n\r\n`, 'latin1');
+      socket.write(body);
+      socket.uncork();
+      return;
+    }
+    this.#chunkedRequest = !hasLength;
+    socket.write(`${head}${hasLength ? '' : 'transfer-encoding: chunked\r\n'}connection: keep-alive\r\n\r\n`, 'latin1');
+    this.#streamBody(body);
+  }
+
+  #streamBody(body: Readable): void {
+    this.#requestBody = body;
+    const socket = this.#socket;
+    const onDrain = (): void => {
+      body.resume();
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (this.#requestBody !== body || chunk.length === 0) return;
+      const ok = this.#chunkedRequest ? writeChunk(socket, chunk) : socket.write(chunk);
+      if (!ok) {
+        body.pause();
+        socket.once('drain', onDrain);
+      }
+    });
+    body.once('end', () => {
+      if (this.#requestBody !== body) return;
+      this.#requestBody = undefined;
+      if (this.#chunkedRequest) socket.write(LAST_CHUNK);
+    });
+    body.once('error', (err: Error) => {
+      if (this.#requestBody === body) this.abort(err);
+    });
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    if (this.#feeding) return; // the loop in #feed picks up again
+    const pending = this.#pending;
+    if (pending !== undefined && this.#state !== HEAD) {
+      this.#pending = undefined;
+      this.#feed(pending);
+    }
+    if (this.#eof && !this.#paused) this.#onEnd();
+    else if (!this.#paused && !this.#dead) this.#socket.resume();
+  }
+
+  /** The upstream closed its side: the end of a close-delimited body, else a failure if a response was due. */
+  #onEnd(): void {
+    if (this.#pending !== undefined && this.#paused && this.#handler !== undefined) {
+      this.#eof = true;
+      return;
+    }
+    this.destroy(this.#handler === undefined ? undefined : this.#closedEarly());
+  }
+
+  abort(err: Error): void {
+    this.destroy(err);
+  }
+
+  /** Closes the connection; an exchange still running fails with `err` (or a closed error). */
+  destroy(err?: Error): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    clearTimeout(this.#connectTimer);
+    this.#socket.destroy();
+    this.#requestBody = undefined;
+    const handler = this.#handler;
+    this.#handler = undefined;
+    this.#pool.removed(this);
+    if (handler !== undefined) handler.onResponseError(this, err ?? new UpstreamClosedError());
+  }
+
+  #closedEarly(): Error {
+    // A close-delimited body ends with the connection: that is its normal end.
+    if (this.#state === UNTIL_CLOSE) {
+      const handler = this.#handler;
+      this.#handler = undefined;
+      this.#state = DONE;
+      handler?.onResponseEnd(this);
+      return new UpstreamClosedError();
+    }
+    return new UpstreamClosedError();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#handler === undefined) {
+      // Bytes on an idle connection: the upstream is not speaking HTTP/1.1 to us any more.
+      this.destroy();
+      return;
+    }
+    const pending = this.#pending;
+    if (pending !== undefined) {
+      this.#pending = undefined;
+      this.#feed(Buffer.concat([pending, chunk]));
+    } else this.#feed(chunk);
+  }
+
+  /** Consumes `buf` through the response state machine until it is used up or the exchange pauses. */
+  #feed(buf: Buffer): void {
+    this.#feeding = true;
+    let at = 0;
+    try {
+      while (at < buf.length || this.#state === DONE) {
+        if (this.#dead) return;
+        const state = this.#state;
+        if (state === DONE) {
+          // Bytes past the response (nothing was asked for): answer this one, then drop the connection.
+          if (at < buf.length) this.#keepAlive = false;
+          this.#complete();
+          return;
+        }
+        if (state !== HEAD && this.#paused) {
+          this.#pending = buf.subarray(at);
+          this.#socket.pause();
+          return;
+        }
+        switch (state) {
+          case HEAD: {
+            const end = buf.indexOf(CRLF2, at);
+            if (end < 0) {
+              if (buf.length - at > this.#pool.opts.maxHeaderBytes) throw new UpstreamHeadersOverflowError(this.#pool.opts.maxHeaderBytes);
+              this.#pending = at === 0 ? buf : buf.subarray(at);
+              return;
+            }
+            if (end - at > this.#pool.opts.maxHeaderBytes) throw new UpstreamHeadersOverflowError(this.#pool.opts.maxHeaderBytes);
+            this.#head(buf.toString('latin1', at, end));
+            at = end + 4;
+            break;
+          }
+          case FIXED: {
+            const n = Math.min(this.#remaining, buf.length - at);
+            const piece = at === 0 && n === buf.length ? buf : buf.subarray(at, at + n);
+            at += n;
+            this.#remaining -= n;
+            if (this.#remaining === 0) this.#state = DONE;
+            this.#handler?.onResponseData(this, piece);
+            break;
+          }
+          case UNTIL_CLOSE: {
+            const piece = at === 0 ? buf : buf.subarray(at);
+            at = buf.length;
+            this.#handler?.onResponseData(this, piece);
+            break;
+          }
+          case CHUNK_SIZE: {
+            const eol = buf.indexOf(CHUNK_END, at);
+            if (eol < 0) {
+              if (buf.length - at > 1024) throw new UpstreamProtocolError('chunk size line too long');
+              this.#pending = buf.subarray(at);
+              return;
+            }
+            const line = buf.toString('latin1', at, eol);
+            const semi = line.indexOf(';');
+            const size = parseInt(semi < 0 ? line : line.slice(0, semi), 16);
+            if (!Number.isFinite(size) || size < 0) throw new UpstreamProtocolError('invalid chunk size');
+            at = eol + 2;
+            if (size === 0) this.#state = TRAILERS;
+            else {
+              this.#remaining = size;
+              this.#state = CHUNK_DATA;
+            }
+            break;
+          }
+          case CHUNK_DATA: {
+            const n = Math.min(this.#remaining, buf.length - at);
+            const piece = buf.subarray(at, at + n);
+            at += n;
+            this.#remaining -= n;
+            if (this.#remaining === 0) this.#state = CHUNK_DATA_END;
+            this.#handler?.onResponseData(this, piece);
+            break;
+          }
+          case CHUNK_DATA_END: {
+            if (buf.length - at < 2) {
+              this.#pending = buf.subarray(at);
+              return;
+            }
+            if (buf[at] !== 0x0d || buf[at + 1] !== 0x0a) throw new UpstreamProtocolError('missing CRLF after a chunk');
+            at += 2;
+            this.#state = CHUNK_SIZE;
+            break;
+          }
+          case TRAILERS: {
+            // Trailer fields are dropped (the router does not forward them); an empty line ends them.
+            const eol = buf.indexOf(CHUNK_END, at);
+            if (eol < 0) {
+              this.#pending = buf.subarray(at);
+              return;
+            }
+            this.#state = eol === at ? DONE : TRAILERS;
+            at = eol + 2;
+            break;
+          }
+        }
+      }
+    } catch (err) {
+      this.destroy(err as Error);
+    } finally {
+      this.#feeding = false;
+    }
+  }
+
+  /** The response is complete: hand the connection back, or close it. */
+  #complete(): void {
+    const handler = this.#handler;
+    this.#handler = undefined;
+    // A response that came before the whole request body was sent leaves the request half-written.
+    const halfWritten = this.#requestBody !== undefined;
+    this.#requestBody = undefined;
+    if (handler !== undefined) handler.onResponseEnd(this);
+    if (this.#dead) return;
+    const ttl = this.#pool.opts.lifeTimeMs;
+    if (!this.#keepAlive || halfWritten || this.#eof || (ttl !== null && Date.now() - this.#born >= ttl)) {
+      this.destroy();
+      return;
+    }
+    this.#paused = false;
+    this.#socket.resume();
+    this.#pool.released(this);
+  }
+
+  /** `Keep-Alive: timeout=N`: idle no longer than the upstream will keep the connection. */
+  #applyKeepAliveHint(value: string): void {
+    const m = /timeout\s*=\s*(\d+)/i.exec(value);
+    if (m === null) return;
+    const ms = Math.min(Number(m[1]) * 1000 - KEEP_ALIVE_MARGIN_MS, this.#pool.opts.keepAliveTimeoutMs);
+    if (ms <= 0) this.#keepAlive = false;
+    else if (ms !== this.#idleMs) {
+      this.#idleMs = ms;
+      this.#socket.setTimeout(ms);
+    }
+  }
+
+  /** Parses a response head (without its final CRLF CRLF) and sets up the body framing. */
+  #head(text: string): void {
+    let eol = text.indexOf('\r\n');
+    if (eol < 0) eol = text.length;
+    // HTTP/1.x SSS[ reason]
+    if (eol < 12 || !text.startsWith('HTTP/1.') || text.charCodeAt(8) !== 0x20) throw new UpstreamProtocolError('Expected HTTP/');
+    const minor = text.charCodeAt(7) - 0x30;
+    const status = Number(text.slice(9, 12));
+    if (!(status >= 100 && status <= 999) || (eol > 12 && text.charCodeAt(12) !== 0x20)) throw new UpstreamProtocolError('Invalid status code');
+    const headers: IncomingHttpHeaders = {};
+    const h = headers as Record<string, string | string[]>;
+    let contentLength = -1;
+    let chunked = false;
+    let connection: string | undefined;
+    let keepAliveHint: string | undefined;
+    let pos = eol + 2;
+    while (pos < text.length) {
+      let end = text.indexOf('\r\n', pos);
+      if (end < 0) end = text.length;
+      const colon = text.indexOf(':', pos);
+      if (colon <= pos || colon > end) throw new UpstreamProtocolError('Invalid header token');
+      const rawName = text.slice(pos, colon);
+      if (!TOKEN.test(rawName)) throw new UpstreamProtocolError('Invalid header token');
+      const name = rawName.toLowerCase();
+      const value = trimOws(text, colon + 1, end);
+      if (CONTROL.test(value)) throw new UpstreamProtocolError('Invalid header value char');
+      pos = end + 2;
+      const prev = h[name];
+      if (prev === undefined) h[name] = value;
+      else if (typeof prev === 'string') h[name] = [prev, value];
+      else prev.push(value);
+      switch (name) {
+        case 'content-length': {
+          if (contentLength >= 0 || !/^\d+$/.test(value)) throw new UpstreamContentLengthError();
+          contentLength = Number(value);
+          break;
+        }
+        case 'transfer-encoding':
+          chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
+          break;
+        case 'connection':
+          connection = connection === undefined ? value : `${connection}, ${value}`;
+          break;
+        case 'keep-alive':
+          keepAliveHint = value;
+          break;
+      }
+    }
+    if (chunked && contentLength >= 0) throw new UpstreamContentLengthError();
+    if (status >= 100 && status < 200) {
+      // Informational (100 Continue, 103 Early Hints): the real response follows.
+      if (status === 101) throw new UpstreamProtocolError('unexpected 101 Switching Protocols');
+      return;
+    }
+    const conn = connection?.toLowerCase();
+    this.#keepAlive = minor === 1 ? conn === undefined || !conn.includes('close') : conn !== undefined && conn.includes('keep-alive');
+    if (keepAliveHint !== undefined) this.#applyKeepAliveHint(keepAliveHint);
+    if (bodyless(this.#method, status)) this.#state = DONE;
+    else if (chunked) this.#state = CHUNK_SIZE;
+    else if (contentLength >= 0) {
+      this.#remaining = contentLength;
+      this.#state = contentLength === 0 ? DONE : FIXED;
+    } else {
+      this.#state = UNTIL_CLOSE;
+      this.#keepAlive = false;
+    }
+    this.#handler?.onResponseStart(this, status, headers);
+  }
+}
+
+/**
+ * Stop reusing a connection this long before the upstream's announced idle timeout, so a request
+ * never races the upstream closing it (undici's keepAliveTimeoutThreshold).
+ */
+const KEEP_ALIVE_MARGIN_MS = 2000;
+
+// RFC 9110 token characters: a header name; CONTROL: what a header value may not hold (node refuses to write it).
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
+
+/** `text[start, end)` without leading and trailing spaces and tabs (HTTP's optional whitespace). */
+function trimOws(text: string, start: number, end: number): string {
+  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) start++;
+  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--;
+  return text.slice(start, end);
+}
+
+function writeChunk(socket: Socket, chunk: Buffer): boolean {
+  socket.cork();
+  socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+  socket.write(chunk);
+  const ok = socket.write(CHUNK_END);
+  socket.uncork();
+  return ok;
+}
