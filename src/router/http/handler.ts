@@ -1,3 +1,4 @@
+import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -188,16 +189,22 @@ export class HttpServerHandler {
       // Only a request whose body must be read first waits here.
       if (ingress instanceof Promise) ingress = await ingress;
       if (ingress.kind === 'answered') return;
+      const diagnostic = diagnosticFor(ctx);
       lease = this.router.pathService(ctx.dst as Path, ctx.localDtab as Dtab);
       const svc = lease.value;
       ctx.service = svc;
+      if (diagnostic === 'answer' || diagnostic === 'answerWithContext') {
+        await answerDiagnostic(ctx, svc, diagnostic === 'answerWithContext');
+        return;
+      }
       const handle = new AttemptHandle();
       ctx.handle = handle;
       const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.chunked, ctx.started);
       ctx.served = served;
       const ok = served.responseClass === 'success';
       svc.record(ok, performance.now() - ctx.started);
-      writeUpstreamHead(ctx, served, ok);
+      if (diagnostic === 'forwardWithContext') await sendWithContext(ctx, served, ok);
+      else writeUpstreamHead(ctx, served, ok);
     } catch (err) {
       // A response head that could not be written (node refused a header): free its connection.
       if (ctx.served !== undefined && ctx.res?.headersSent === false) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
