@@ -31,6 +31,8 @@ export interface ConnectionOwner {
   released(conn: H1Connection): void;
   /** The connection is gone. */
   removed(conn: H1Connection): void;
+  /** Whether an idle connection past its idle time stays open (the pool's minimum size). */
+  keepsIdle(): boolean;
 }
 
 // Body framing of the response being read.
@@ -100,7 +102,10 @@ export class H1Connection implements ExchangeController {
     });
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
     socket.on('timeout', () => {
-      if (this.#handler === undefined) this.destroy();
+      // An upstream that announced a shorter Keep-Alive closes the connection itself soon: not worth keeping.
+      if (this.#handler !== undefined) return;
+      if (this.#idleMs === o.keepAliveTimeoutMs && this.#pool.keepsIdle()) return;
+      this.destroy();
     });
     socket.once('end', () => this.#onEnd());
     socket.once('error', (err: Error) => this.destroy(err));

@@ -16,6 +16,8 @@ export interface H1PoolOptions {
   readonly host: string;
   readonly port: number;
   readonly maxConnections: number | null;
+  /** Connections kept open through idle timeouts (Finagle's low watermark, `minSize`). */
+  readonly minConnections?: number;
   readonly keepAliveTimeoutMs: number;
   readonly lifeTimeMs: number | null;
   readonly maxHeaderBytes: number;
@@ -66,6 +68,11 @@ export class H1Pool implements ConnectionOwner {
       return;
     }
     this.#queue.push({ req, handler });
+  }
+
+  /** Whether an idle connection whose idle time ran out stays open: while the pool is at `minConnections` or below. */
+  keepsIdle(): boolean {
+    return !this.#closed && this.#all.size <= (this.opts.minConnections ?? 0);
   }
 
   /** A connection finished its exchange and may take another. */

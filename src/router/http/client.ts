@@ -5,6 +5,7 @@ import type { Balancer, BalancerFactory } from '../../service/balancer/types.js'
 import { RetryBudget } from '../../service/policy/index.js';
 import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
+import { ProxyError } from '../../protocol/http/headers/proxy-errors.js';
 import { NoBrokersAvailableError } from '../binding.js';
 import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
 
@@ -21,10 +22,14 @@ export class ConnectionFailedError extends PrxError {
   }
 }
 
-/** An endpoint's pool is full (connections and waiters): try another endpoint. */
-export class TooManyWaitersError extends PrxError {
+/**
+ * An endpoint's pool is full (connections and waiters): Finagle's TooManyWaiters, a rejection.
+ * It is requeued on another endpoint; when none can take it the client gets a 502 saying so, with
+ * `prx-retryable: true` (the request never left), not a connection failure.
+ */
+export class TooManyWaitersError extends ProxyError {
   constructor(address: string) {
-    super('PRX_ERR_TOO_MANY_WAITERS', `too many requests waiting for a connection to ${address}`);
+    super('PRX_ERR_TOO_MANY_WAITERS', `too many requests waiting for a connection to ${address}`, 502, true);
   }
 }
 
@@ -226,13 +231,14 @@ export class HttpClient implements Closable {
         const connectFailure = handle.cancelled === undefined && isRequeueable(e, exchange);
         this.#counters.requests.incr();
         this.#counters.failures.incr();
-        this.recordOutcome(endpoint, false, performance.now() - started);
+        // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
+        if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
         if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
         if (!connectFailure) throw e;
-        if (requeues >= MAX_REQUEUES || !isReplayable(req)) throw this.#connectionFailed(endpoint, e);
+        if (requeues >= MAX_REQUEUES || !isReplayable(req)) throw this.#requeueFailed(endpoint, e);
         if (!this.#requeueBudget.tryWithdraw()) {
           this.#requeueExhausted.incr();
-          throw this.#connectionFailed(endpoint, e);
+          throw this.#requeueFailed(endpoint, e);
         }
         this.#requeues.incr();
         this.#log.debug({ client: this.id, endpoint: endpoint.key, err: e.message }, 'requeueing after connection failure');
@@ -287,6 +293,11 @@ export class HttpClient implements Closable {
   destroy(): Promise<void> {
     this.#observation.close();
     return Promise.all([...this.#endpoints.values()].map((e) => e.destroy())).then(() => undefined);
+  }
+
+  /** The failure a request gets once it cannot be requeued again: a rejection stays one. */
+  #requeueFailed(endpoint: Endpoint, cause: Error): Error {
+    return cause instanceof TooManyWaitersError ? cause : this.#connectionFailed(endpoint, cause);
   }
 
   #connectionFailed(endpoint: Endpoint, cause: Error): ConnectionFailedError {

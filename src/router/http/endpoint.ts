@@ -13,6 +13,8 @@ import { H1Pool } from '../../protocol/http/h1-pool.js';
 export interface EndpointOptions {
   readonly maxConnections: number | null;
   readonly maxWaiters: number;
+  /** `hostConnectionPool.minSize`: connections kept open however long they sit idle. */
+  readonly minConnections: number;
   readonly keepAliveTimeoutMs: number;
   readonly keepAliveMaxTimeoutMs: number;
   readonly lifeTimeMs: number | null;
@@ -104,6 +106,7 @@ export class Endpoint implements BalancerNode {
             host: address.host,
             port: address.port,
             maxConnections: opts.maxConnections,
+            minConnections: opts.minConnections,
             keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
             lifeTimeMs: opts.lifeTimeMs,
             maxHeaderBytes: opts.maxHeaderBytes,

@@ -74,6 +74,7 @@ export class HttpParams {
         endpoint: {
           maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
           maxWaiters: pool.maxWaiters,
+          minConnections: pool.minSize,
           keepAliveTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
           keepAliveMaxTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
           lifeTimeMs: session.lifeTimeMs ?? null,
