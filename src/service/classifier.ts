@@ -61,6 +61,7 @@ export const RETRYABLE_ERROR_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
+  'PRX_ERR_UPSTREAM_CONNECT_TIMEOUT',
   'ETIMEDOUT',
   // Write failures (Finagle WriteException and failures flagged Retryable): the connection could
   // not be made or the request waited for none, so it was never written.
@@ -76,10 +77,14 @@ export const RETRYABLE_ERROR_CODES: ReadonlySet<string> = new Set([
   'EPIPE',
   'UND_ERR_SOCKET',
   'UND_ERR_CLOSED',
+  'PRX_ERR_UPSTREAM_CLOSED',
+  'PRX_ERR_UPSTREAM_RESET',
   // Malformed responses (Linkerd's FramingException): undici's content-length check, parse
   // errors (`HPE_…`, matched by prefix below; see also isRetryableError) and prx's own check.
   'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
   'PRX_ERR_CONFLICTING_CONTENT_LENGTH',
+  'PRX_ERR_UPSTREAM_PROTOCOL',
+  'PRX_ERR_UPSTREAM_CONTENT_LENGTH',
 ]);
 
 // How far to follow `cause`: wrappers (fetch's TypeError, Finagle-style Failure) nest shallowly.

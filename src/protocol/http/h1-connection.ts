@@ -12,6 +12,7 @@ import {
   UpstreamContentLengthError,
   UpstreamHeadersOverflowError,
   UpstreamProtocolError,
+  UpstreamResetError,
   type ExchangeController,
   type ExchangeHandler,
   type H1Request,
@@ -77,6 +78,8 @@ export class H1Connection implements ExchangeController {
   #dead = false;
   #requestBody: Readable | undefined;
   #chunkedRequest = false;
+  /** The whole request (head and buffered body) has been handed to the socket. */
+  #sent = false;
   /** The upstream's FIN arrived while body bytes were held for a paused exchange. */
   #eof = false;
   /** The idle timeout in force (the upstream's Keep-Alive hint may shorten the configured one). */
@@ -108,7 +111,11 @@ export class H1Connection implements ExchangeController {
       this.destroy();
     });
     socket.once('end', () => this.#onEnd());
-    socket.once('error', (err: Error) => this.destroy(err));
+    socket.once('error', (err: Error) => {
+      // Nothing left to write: the reset came after the request went out (see UpstreamResetError).
+      const afterSend = this.#sent && this.#handler !== undefined && socket.writableLength === 0;
+      this.destroy(afterSend ? new UpstreamResetError(err) : err);
+    });
     socket.once('close', () => {
       // A deferred end (see #onEnd) finishes the exchange once its held bytes are delivered.
       if (!this.#eof) this.destroy(new UpstreamClosedError());
@@ -118,6 +125,7 @@ export class H1Connection implements ExchangeController {
   /** Sends `req` (once connected) and reads its response into `handler`. */
   start(req: H1Request, handler: ExchangeHandler): void {
     this.#handler = handler;
+    this.#sent = false;
     this.#method = req.method;
     this.#state = HEAD;
     this.#paused = false;
@@ -152,6 +160,7 @@ export class H1Connection implements ExchangeController {
     const socket = this.#socket;
     if (body === null) {
       socket.write(`${head}connection: keep-alive\r\n\r\n`, 'latin1');
+      this.#sent = true;
       return;
     }
     if (Buffer.isBuffer(body)) {
@@ -160,6 +169,7 @@ export class H1Connection implements ExchangeController {
       socket.write(`${head}connection: keep-alive\r\n\r\n`, 'latin1');
       socket.write(body);
       socket.uncork();
+      this.#sent = true;
       return;
     }
     this.#chunkedRequest = !hasLength;

@@ -14,6 +14,17 @@ export class UpstreamClosedError extends PrxError {
   }
 }
 
+/**
+ * The connection was reset after the whole request had been handed to the socket: the upstream
+ * may have acted on it, so unlike a failed write it is not sent elsewhere (Finagle's
+ * ChannelClosedException); a retryable classifier may still retry it (the cause is the reset).
+ */
+export class UpstreamResetError extends PrxError {
+  constructor(cause: Error) {
+    super('PRX_ERR_UPSTREAM_RESET', `connection reset after the request was sent: ${cause.message}`, { cause });
+  }
+}
+
 /** The upstream's bytes are not an HTTP/1.1 response. */
 export class UpstreamProtocolError extends PrxError {
   constructor(detail: string) {

@@ -9,7 +9,7 @@
 import { H1Connection, type ConnectionOwner } from './h1-connection.js';
 import { PoolClosedError, type ExchangeController, type ExchangeHandler, type H1Request } from './h1-exchange.js';
 
-export { UpstreamClosedError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './h1-exchange.js';
+export { UpstreamClosedError, UpstreamResetError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './h1-exchange.js';
 export type { ExchangeController, ExchangeHandler, H1Request } from './h1-exchange.js';
 
 export interface H1PoolOptions {
