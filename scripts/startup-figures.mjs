@@ -98,7 +98,12 @@ async function oneRun(measureTraffic) {
     if (child.exitCode !== null) throw new Error(`prx exited with status ${child.exitCode} before answering`);
     await sleep(2);
   }
-  const figures = { startupMs, rssAtPong: rssMiB(child.pid) };
+  const rssAtPong = rssMiB(child.pid);
+  // The first request through the router: binding, the namer's first answer and a new upstream connection.
+  const proxied = await httpGet(routerPort, '/', false, { host: 'hello' });
+  if (proxied.status !== 200) throw new Error(`first request through the proxy answered ${proxied.status}`);
+  const firstProxiedMs = performance.now() - t0;
+  const figures = { startupMs, firstProxiedMs, rssAtPong };
   if (measureTraffic) {
     await sleep(1000);
     figures.rssIdle = rssMiB(child.pid);
@@ -146,6 +151,7 @@ console.log(`bin/prx examples/prx.yaml — Node ${process.version}, ${runs} runs
 console.log(`| figure | value |`);
 console.log(`|---|---|`);
 console.log(`| start-up (spawn → first pong from /admin/ping) | ${fmt(results.map((r) => r.startupMs), 'ms')} |`);
+console.log(`| spawn → first response proxied to the backend | ${fmt(results.map((r) => r.firstProxiedMs), 'ms')} |`);
 console.log(`| bare \`node -e 0\` (spawn → exit), for reference | ${fmt(bare, 'ms')} |`);
 console.log(`| RSS at first pong | ${fmt(results.map((r) => r.rssAtPong), 'MiB', 1)} |`);
 console.log(`| RSS idle, 1 s later | ${last.rssIdle.toFixed(1)} MiB |`);
