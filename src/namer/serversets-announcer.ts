@@ -1,4 +1,5 @@
 import type * as Zk from 'node-zookeeper-client';
+import { type ZkCallback, ZkTimeoutError, zkCall } from './zk-call.js';
 import { z } from 'zod';
 import { ip, pathText, port, positiveInt } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
@@ -62,7 +63,6 @@ export interface ServersetsAnnouncerOptions {
 }
 
 type ZkModule = typeof Zk;
-type Callback<T> = (err: Error | Zk.Exception | null, value: T) => void;
 
 /** One announcement's state. Plain data: the announcer drives it. */
 interface Member {
@@ -279,7 +279,7 @@ export class ServersetsAnnouncer implements Announcer {
     } catch (e) {
       if (gen !== this.#gen || m.withdrawn !== undefined) return;
       // After a lost connection or a timeout the create may still have happened.
-      if (e instanceof Timeout || codeOf(e) === zk.Exception.CONNECTION_LOSS) m.unsure = true;
+      if (e instanceof ZkTimeoutError || codeOf(e) === zk.Exception.CONNECTION_LOSS) m.unsure = true;
       const err = new AnnounceFailedError(`cannot announce ${m.address} as ${m.name} at ${m.path}: ${errorMessage(e)}`, { cause: e });
       m.error = errorMessage(e);
       m.backoff ??= this.#backoff.stream();
@@ -364,7 +364,7 @@ export class ServersetsAnnouncer implements Announcer {
             return;
           } catch (e) {
             if (codeOf(e) === this.#zk?.Exception.NO_NODE) break;
-            if (codeOf(e) !== this.#zk?.Exception.CONNECTION_LOSS && !(e instanceof Timeout)) return giveUp(errorMessage(e));
+            if (codeOf(e) !== this.#zk?.Exception.CONNECTION_LOSS && !(e instanceof ZkTimeoutError)) return giveUp(errorMessage(e));
             // The state change (and then the reconnect) follows a lost connection shortly.
             await new Promise((r) => setTimeout(r, 50).unref());
           }
@@ -395,25 +395,12 @@ export class ServersetsAnnouncer implements Announcer {
   }
 
   /** One callback-style request as a promise, failing after a session timeout. */
-  #request<T>(start: (cb: Callback<T>) => void): Promise<T> {
-    const timeoutMs = this.#cfg.sessionTimeoutMs;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Timeout(`ZooKeeper did not answer within ${timeoutMs} ms`)), timeoutMs).unref();
-      try {
-        start((err, value) => {
-          clearTimeout(timer);
-          if (err) reject(err instanceof Error ? err : Object.assign(new Error(err.toString()), { getCode: () => err.getCode() }));
-          else resolve(value);
-        });
-      } catch (e) {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      }
-    });
+  #request<T>(start: (cb: ZkCallback<T>) => void): Promise<T> {
+    return zkCall(this.#cfg.sessionTimeoutMs, 'request', start);
   }
+
 }
 
-class Timeout extends Error {}
 
 function stateOf(m: Member, forum: string): AnnouncementState {
   const state = m.withdrawn !== undefined ? 'withdrawn' : m.node !== undefined ? 'announced' : 'pending';

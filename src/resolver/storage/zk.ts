@@ -1,4 +1,5 @@
 import type * as Zk from 'node-zookeeper-client';
+import { type ZkCallback, zkCall } from '../../namer/zk-call.js';
 import { z } from 'zod';
 import { addIssue, ip, kindShape, nonEmptyString, port, positiveInt } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
@@ -71,7 +72,6 @@ export interface ZkStoreOptions {
 
 type ZkModule = typeof Zk;
 
-class Timeout extends Error {}
 
 export class ZkDtabStore extends CachedDtabStore implements DtabStore {
   readonly #cfg: ZkStorageConfig;
@@ -260,21 +260,8 @@ export class ZkDtabStore extends CachedDtabStore implements DtabStore {
   }
 
   /** One callback-style request as a promise, failing after the request timeout. */
-  #request<T>(what: string, start: (cb: (err: Error | Zk.Exception | null, value: T) => void) => void): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Timeout(`ZooKeeper ${what} timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
-      timer.unref();
-      try {
-        start((err, value) => {
-          clearTimeout(timer);
-          if (err) reject(err instanceof Error ? err : Object.assign(new Error(err.toString()), { getCode: () => err.getCode() }));
-          else resolve(value);
-        });
-      } catch (e) {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      }
-    });
+  #request<T>(what: string, start: (cb: ZkCallback<T>) => void): Promise<T> {
+    return zkCall(this.#timeoutMs, what, start);
   }
 
   /** A new session: the first one, or after expiry or an authentication failure. */
