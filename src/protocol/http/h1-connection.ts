@@ -17,6 +17,7 @@ import {
   type ExchangeHandler,
   type H1Request,
 } from './h1-exchange.js';
+import { CHUNK_END, CONTROL, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, TOKEN, bodyless, trimOws, writeChunk } from './h1-wire.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -46,13 +47,6 @@ const TRAILERS = 5;
 const UNTIL_CLOSE = 6;
 const DONE = 7;
 
-const CRLF2 = Buffer.from('\r\n\r\n');
-const CHUNK_END = Buffer.from('\r\n');
-const LAST_CHUNK = Buffer.from('0\r\n\r\n');
-
-function bodyless(method: string, status: number): boolean {
-  return method === 'HEAD' || status === 204 || status === 304 || (status >= 100 && status < 200);
-}
 
 /**
  * One keep-alive connection. It is its exchange's controller: `pause` holds the unread bytes and
@@ -473,31 +467,4 @@ export class H1Connection implements ExchangeController {
     }
     this.#handler?.onResponseStart(this, status, headers);
   }
-}
-
-/**
- * Stop reusing a connection this long before the upstream's announced idle timeout, so a request
- * never races the upstream closing it (undici's keepAliveTimeoutThreshold).
- */
-const KEEP_ALIVE_MARGIN_MS = 2000;
-
-// RFC 9110 token characters: a header name; CONTROL: what a header value may not hold (node refuses to write it).
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
-
-/** `text[start, end)` without leading and trailing spaces and tabs (HTTP's optional whitespace). */
-function trimOws(text: string, start: number, end: number): string {
-  while (start < end && (text.charCodeAt(start) === 0x20 || text.charCodeAt(start) === 0x09)) start++;
-  while (end > start && (text.charCodeAt(end - 1) === 0x20 || text.charCodeAt(end - 1) === 0x09)) end--;
-  return text.slice(start, end);
-}
-
-function writeChunk(socket: Socket, chunk: Buffer): boolean {
-  socket.cork();
-  socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-  socket.write(chunk);
-  const ok = socket.write(CHUNK_END);
-  socket.uncork();
-  return ok;
 }
