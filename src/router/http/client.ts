@@ -306,7 +306,8 @@ export class HttpClient implements Closable {
 
   #update(addr: Addr): void {
     this.#addr = addr;
-    if (addr.kind !== 'pending') queueMicrotask(() => this.#wakeUnresolved());
+    // Waiters resume in a later microtask, after the endpoints below are in place.
+    if (addr.kind !== 'pending') this.#wakeUnresolved();
     // Pending and failed keep the last endpoints: routing on the last good state beats failing.
     if (addr.kind === 'pending' || addr.kind === 'failed') {
       if (addr.kind === 'failed') this.#log.warn({ client: this.id, err: addr.error.message }, 'address resolution failed; keeping last endpoints');

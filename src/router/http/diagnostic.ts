@@ -11,7 +11,7 @@ import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js'
 import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
 import type { BodySink, UpstreamExchange } from '../../protocol/http/upstream.js';
 import { underlyingInterpreter } from '../../interpreter/transformer.js';
-import { type Addr, type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
+import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
 import { BindingFailedError, NoBrokersAvailableError, pickLeaf } from '../binding.js';
 import type { RequestContext } from './ingress.js';
 import type { PathService, Served } from './path-service.js';
@@ -120,12 +120,10 @@ async function routerContext(ctx: RequestContext, clientId: string, addresses: r
   });
 }
 
-/** The addresses a bound name has right now (`ip:port`), without keeping it observed. */
+/** The addresses a bound name has right now (`ip:port`). */
 function currentAddresses(name: BoundName): string[] {
-  let addr: Addr | undefined;
-  const sub = name.addr.observe((a) => (addr = a));
-  sub.close();
-  return addr?.kind === 'bound' ? addr.addresses.map(addressKey) : [];
+  const addr = name.addr.sample();
+  return addr.kind === 'bound' ? addr.addresses.map(addressKey) : [];
 }
 
 /** The whole response body (bounded by the exchange's `maxResponseKB`). */
