@@ -87,7 +87,7 @@ export async function sendWithContext(ctx: RequestContext, served: Served, succe
   if (res.destroyed) return;
   ctx.status = ex.status;
   ctx.responseLength = payload.length;
-  res.writeHead(ex.status, headers as Record<string, string | string[]>);
+  res.writeHead(ex.status, headers);
   ctx.succeedOnFinish(success);
   res.end(payload);
 }

@@ -5,7 +5,7 @@ import { renderError, clearResponseContext, type RenderedError } from '../../pro
 import { forwardedHeaderList, stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
 import type { HeaderValue } from '../../protocol/http/headers/types.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import type { ServerResponse } from 'node:http';
+import type { InboundResponse } from '../../protocol/http/h1-server.js';
 import type { Deflate, Gzip } from 'node:zlib';
 import {
   ConflictingContentLengthError,
@@ -61,7 +61,6 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
     res.destroy(err instanceof Error ? err : undefined);
     return;
   }
-  drainRequest(ctx);
   ctx.responseLength = rendered.body.length;
   res.writeHead(rendered.status, rendered.headers);
   res.end(rendered.body);
@@ -99,7 +98,7 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
   if (clearResponseContext(headers)) {
     ex.discard();
     ctx.responseLength = 0;
-    res.writeHead(ex.status, headers as Record<string, string | string[]>);
+    res.writeHead(ex.status, headers);
     res.end();
     ctx.finish(ex.status, success);
     return;
@@ -110,7 +109,7 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
 
 function sendUpstreamResponse(
   ctx: RequestContext,
-  res: ServerResponse,
+  res: InboundResponse,
   ex: UpstreamExchange,
   head: Record<string, string | string[]> | HeaderValue[],
   compressor: Gzip | Deflate | undefined,
@@ -118,15 +117,29 @@ function sendUpstreamResponse(
 ): void {
   const length = ex.headers['content-length'];
   if (length !== undefined) ctx.responseLength = Number(length);
-  // Node takes a flat [name, value, …] list as well as an object.
-  res.writeHead(ex.status, head as Record<string, string | string[]>);
+  res.writeHead(ex.status, head);
   ctx.succeedOnFinish(success);
   if (compressor === undefined) {
     ex.forward(res);
   } else {
-    compressor.pipe(res);
+    pump(compressor, res);
     ex.forward(compressor);
   }
+}
+
+/** Streams the compressor's output into the response, with backpressure. */
+function pump(compressor: Gzip | Deflate, res: InboundResponse): void {
+  const resume = (): void => {
+    compressor.resume();
+  };
+  compressor.on('data', (chunk: Buffer) => {
+    if (!res.write(chunk)) {
+      compressor.pause();
+      res.once('drain', resume);
+    }
+  });
+  compressor.once('end', () => res.end());
+  compressor.once('error', (err) => res.destroy(err));
 }
 
 /** A 101 from upstream: splice the two sockets together for the life of the connection. */
@@ -155,15 +168,9 @@ function tunnel(ctx: RequestContext, served: Served): void {
   down.once('close', close);
 }
 
-/** Consumes an unread request body so the connection can be reused after an early error. */
-function drainRequest(ctx: RequestContext): void {
-  const req = ctx.req;
-  if (!req.complete && !req.readableDidRead) req.resume();
-}
-
 /**
- * Answers a proxy error on a socket node's HTTP server does not own (a malformed request, an
- * upgrade request) and closes it.
+ * Answers a proxy error on a socket no response object owns (a malformed request, an upgrade
+ * request) and closes it.
  */
 export function writeRawError(socket: Duplex, err: ProxyErrorResponse, maxHeadersKB: number): void {
   endRawSocket(socket, renderError(err, { maxHeadersKB }));

@@ -1,13 +1,12 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { InboundRequest, InboundResponse, RequestHeadError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1-server.js';
 import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle } from './endpoint.js';
 import type { Dtab, Path } from '../../naming/index.js';
-import { RequestContext, RoutedResponse } from './ingress.js';
+import { RequestContext } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
 import type { PathService } from './path-service.js';
 import type { Lease } from '../cache.js';
@@ -25,15 +24,21 @@ interface ServerCounters {
   readonly statuses: StatusCodeCounters;
 }
 
+/** How long a request head may take to arrive, and an idle keep-alive connection may stay (Node's defaults). */
+const HEADERS_TIMEOUT_MS = 60_000;
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /**
  * The inbound side of one server of an http router: limits, context headers, identification,
  * routing through the path cache, and streaming the response back. Allocation per request is
  * kept to the request context, the outbound request and the exchange.
  */
-export class HttpServerHandler {
+export class HttpServerHandler implements ServerCallbacks {
   readonly router: HttpRouter;
   readonly cfg: HttpServerConfig;
-  readonly serverOptions: ServerOptions;
+  readonly serverOptions: ServerConnectionOptions;
+  /** Open client connections (closed by force once a drain runs out of time). */
+  readonly sockets = new Set<Socket>();
   #c: ServerCounters | undefined;
   #inflight = 0;
   #drainWaiters: (() => void)[] = [];
@@ -49,15 +54,10 @@ export class HttpServerHandler {
     this.cfg = cfg;
     const rc = router.cfg;
     this.serverOptions = {
-      // Node's limit covers the request line plus headers; each part is checked on its own below.
-      maxHeaderSize: (rc.maxHeadersKB + rc.maxInitialLineKB) * 1024,
-      requestTimeout: 0,
-      headersTimeout: 60_000,
-      keepAliveTimeout: 65_000,
-      highWaterMark: Math.max(16 * 1024, rc.maxChunkKB * 1024),
-      // A request without Host is the identifier's to judge (400 with prx-err and the reason), not node's bare 400.
-      requireHostHeader: false,
-      ServerResponse: RoutedResponse,
+      maxInitialLineBytes: rc.maxInitialLineKB * 1024,
+      maxHeaderBytes: rc.maxHeadersKB * 1024,
+      headersTimeoutMs: HEADERS_TIMEOUT_MS,
+      keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
     };
     const fwd = cfg.addForwardedHeader;
     this.#forwardedHeader = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
@@ -77,23 +77,13 @@ export class HttpServerHandler {
     conn.add(ctx.req.headers, ctx.req.url ?? '/');
   }
 
-  attach(server: Server, sockets: Set<Socket>): void {
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-      this.onRequest(req, res);
-    });
-    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      this.onUpgrade(req, socket, head);
-    });
-    server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
-      this.onClientError(err, socket);
-    });
-    server.on(this.cfg.tls === undefined ? 'connection' : 'secureConnection', (socket: Socket) => {
-      sockets.add(socket);
-      this.#c?.connections.add(1);
-      socket.once('close', () => {
-        sockets.delete(socket);
-        this.#c?.connections.add(-1);
-      });
+  connection(socket: Socket): void {
+    const sockets = this.sockets;
+    sockets.add(socket);
+    this.#c?.connections.add(1);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      this.#c?.connections.add(-1);
     });
   }
 
@@ -120,13 +110,13 @@ export class HttpServerHandler {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
   }
 
-  onRequest(req: IncomingMessage, res: ServerResponse): void {
+  request(req: InboundRequest, res: InboundResponse): void {
     const ctx = new RequestContext(this, req, res);
     this.#begin();
     void this.#serve(ctx);
   }
 
-  onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  upgrade(req: InboundRequest, socket: Socket, head: Buffer): void {
     const ctx = RequestContext.forUpgrade(this, req, socket, head);
     this.#begin();
     void this.#serve(ctx);
@@ -216,13 +206,12 @@ export class HttpServerHandler {
     }
   }
 
-  onClientError(err: Error & { code?: string }, socket: Duplex): void {
-    if (!socket.writable || (err.code !== undefined && err.code === 'ECONNRESET')) {
+  rejected(err: RequestHeadError, socket: Socket): void {
+    if (!socket.writable) {
       socket.destroy();
       return;
     }
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'HPE_URI_TOO_LONG' ? 414 : 400;
-    const message = status === 431 ? 'request headers too large' : status === 414 ? 'request line too long' : `malformed request: ${err.message}`;
-    writeRawError(socket, new ProxyErrorResponse(status, message, false), this.router.cfg.maxHeadersKB);
+    this.router.log.debug({ err: err.message, code: err.code }, 'request refused');
+    writeRawError(socket, new ProxyErrorResponse(err.status, err.message, false), this.router.cfg.maxHeadersKB);
   }
 }

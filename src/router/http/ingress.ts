@@ -1,5 +1,6 @@
-import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1-server.js';
+import { RequestBodyTooLargeError } from '../../protocol/http/h1-server-request.js';
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
 import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
@@ -22,35 +23,11 @@ export class PayloadTooLargeError extends ProxyError {
   }
 }
 
-export class HeadersTooLargeError extends ProxyError {
-  constructor(size: number, limit: number) {
-    super('PRX_ERR_HEADERS_TOO_LARGE', `request headers of ${size} bytes exceed maxHeadersKB (${limit} bytes)`, 431, false);
-  }
-}
-
-export class InitialLineTooLongError extends ProxyError {
-  constructor(size: number, limit: number) {
-    super('PRX_ERR_INITIAL_LINE_TOO_LONG', `request line of ${size} bytes exceeds maxInitialLineKB (${limit} bytes)`, 414, false);
-  }
-}
-
 /** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
 export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed' };
 
 const ANSWERED: IngressResult = Object.freeze({ kind: 'answered' });
 const ROUTED: IngressResult = Object.freeze({ kind: 'routed' });
-
-/**
- * The router's response class: it carries its request's context, so the one `close` listener
- * (a shared function, not a closure per request) can complete it.
- */
-export class RoutedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  context: RequestContext | undefined;
-}
-
-function onResponseClose(this: RoutedResponse): void {
-  this.context?.responseClosed();
-}
 
 function onUpgradeSocketClose(this: Duplex & { context?: RequestContext }): void {
   const ctx = this.context;
@@ -61,10 +38,10 @@ function onUpgradeSocketClose(this: Duplex & { context?: RequestContext }): void
  * Everything one inbound request carries through the router: the outbound request being built,
  * body replay state, the chosen service and attempt, and completion bookkeeping.
  */
-export class RequestContext {
+export class RequestContext implements ResponseOwner {
   readonly handler: HttpServerHandler;
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse | undefined;
+  readonly req: InboundRequest;
+  readonly res: InboundResponse | undefined;
   /** Upgrade requests: the raw client socket and the bytes read past the head. */
   readonly socket: Duplex | undefined;
   readonly upgradeHead: Buffer | undefined;
@@ -81,15 +58,14 @@ export class RequestContext {
   /** Status sent to the client (0 until the head is written). */
   status = 0;
   /**
-   * The response's Content-Length as sent, for the access log (node does not keep headers given
-   * to `writeHead` as an object, so they cannot be read back from the response).
+   * The response's Content-Length as sent, for the access log.
    */
   responseLength: number | undefined;
   #done = false;
   /** The response class to complete with once the forwarded response has been written out. */
   #successOnFinish = false;
 
-  constructor(handler: HttpServerHandler, req: IncomingMessage, res: ServerResponse | undefined, socket?: Duplex, head?: Buffer) {
+  constructor(handler: HttpServerHandler, req: InboundRequest, res: InboundResponse | undefined, socket?: Duplex, head?: Buffer) {
     this.handler = handler;
     this.req = req;
     this.res = res;
@@ -97,31 +73,26 @@ export class RequestContext {
     this.upgradeHead = head;
     this.bindDeadline = Date.now() + handler.router.cfg.bindingTimeoutMs;
     this.out = {
-      method: req.method ?? 'GET',
-      path: req.url ?? '/',
+      method: req.method,
+      path: req.url,
       headers: req.headers,
       body: null,
       upgrade: null,
       clientCert: undefined,
     };
-    if (res !== undefined) {
-      (res as RoutedResponse).context = this;
-      // Node emits close after finish too, so this one listener completes every request.
-      res.on('close', onResponseClose);
-    }
+    if (res !== undefined) res.owner = this;
   }
 
-  static forUpgrade(handler: HttpServerHandler, req: IncomingMessage, socket: Duplex, head: Buffer): RequestContext {
+  static forUpgrade(handler: HttpServerHandler, req: InboundRequest, socket: Duplex, head: Buffer): RequestContext {
     const ctx = new RequestContext(handler, req, undefined, socket, head);
     (socket as Duplex & { context?: RequestContext }).context = ctx;
     socket.once('close', onUpgradeSocketClose);
     return ctx;
   }
 
-  /** The response's `close`: complete the request, aborting the upstream side when the client left early. */
+  /** The response is over: complete the request, aborting the upstream side when the client left early. */
   responseClosed(): void {
-    const res = this.res as ServerResponse;
-    (res as RoutedResponse).context = undefined;
+    const res = this.res as InboundResponse;
     if (!res.writableFinished) {
       this.handle?.abort(new Error('client closed the connection'), true);
       this.finish(this.status, false);
@@ -153,7 +124,6 @@ export class RequestContext {
    */
   ingress(): IngressResult | Promise<IngressResult> {
     const router = this.handler.router;
-    const rc = router.cfg;
     const req = this.req;
     const headers = req.headers;
     try {
@@ -165,20 +135,8 @@ export class RequestContext {
         headers.host = u.host;
       }
       const url = this.out.path;
-      const lineLimit = rc.maxInitialLineKB * 1024;
-      const lineBytes = url.length + this.out.method.length + 10;
-      if (lineBytes > lineLimit) throw new InitialLineTooLongError(lineBytes, lineLimit);
-      const headerLimit = rc.maxHeadersKB * 1024;
-      const raw = req.rawHeaders;
-      let headerBytes = 0;
-      for (let i = 0; i < raw.length; i++) headerBytes += (raw[i] as string).length + 2;
-      if (headerBytes > headerLimit) throw new HeadersTooLargeError(headerBytes, headerLimit);
-
-      // Framing is read before the hop-by-hop headers (transfer-encoding among them) are stripped.
-      const transferEncoding = headers['transfer-encoding'];
       if (this.handler.cfg.clearContext) clearContext(headers);
       checkCallDepth(headers);
-      unfoldContextHeaders(req);
       const localDtab = readDtabHeaders(headers);
       writeDeadlineHeader(headers, readDeadlineHeaders(headers));
 
@@ -205,7 +163,7 @@ export class RequestContext {
       this.handler.forwarded?.(this);
       this.out.clientCert = clientCertHeader(req);
       if (headers['expect'] !== undefined) delete headers['expect'];
-      const reading = this.#prepareBody(transferEncoding);
+      const reading = this.#prepareBody();
       return reading === undefined ? ROUTED : reading.then(routed, (err: unknown) => this.#answerError(err));
     } catch (err) {
       return this.#answerError(err);
@@ -218,33 +176,37 @@ export class RequestContext {
   }
 
   /** Sets the outbound body; a promise only when the body has to be read (and buffered) first. */
-  #prepareBody(te: string | undefined): Promise<void> | undefined {
+  #prepareBody(): Promise<void> | undefined {
     const req = this.req;
     const rc = this.handler.router.cfg;
-    const cl = req.headers['content-length'];
-    this.chunked = te !== undefined;
-    if (cl !== undefined) {
-      const n = Number(cl);
+    this.chunked = req.chunked;
+    const n = req.contentLength;
+    if (n >= 0) {
       const limit = rc.maxRequestKB * 1024;
       if (n > limit) throw new PayloadTooLargeError(n, limit);
       if (n === 0) return undefined;
       if (n <= RETRY_BUFFER_BYTES || !rc.streamingEnabled) {
-        return readBody(req, n).then((body) => {
+        return req.readBody(n).then((body) => {
           this.out.body = body;
         });
       }
-      this.out.body = req;
+      this.out.body = req.bodyStream();
       return undefined;
     }
-    if (te !== undefined) {
+    if (req.chunked) {
       // Chunked: forwarded as a stream (never retried). Without streaming, it is aggregated up to the limit.
       if (!rc.streamingEnabled) {
-        return readBody(req, rc.maxRequestKB * 1024, true).then((body) => {
-          this.out.body = body;
-          req.headers['content-length'] = String(body.length);
-        });
+        return req.readBody(rc.maxRequestKB * 1024).then(
+          (body) => {
+            this.out.body = body;
+            req.headers['content-length'] = String(body.length);
+          },
+          (err: unknown) => {
+            throw err instanceof RequestBodyTooLargeError ? new PayloadTooLargeError(err.size, err.limit) : err;
+          },
+        );
       }
-      this.out.body = req;
+      this.out.body = req.bodyStream();
     }
     return undefined;
   }
@@ -258,8 +220,8 @@ export class RequestContext {
       ...(typeof h.host === 'string' ? { host: h.host } : {}),
       remoteHost: req.socket.remoteAddress ?? '-',
       time: Date.now(),
-      method: req.method ?? '-',
-      uri: req.url ?? '-',
+      method: req.method,
+      uri: req.url,
       protocol: `HTTP/${req.httpVersion}`,
       status,
       bytes: cl === undefined ? '-' : Number(cl),
@@ -269,39 +231,6 @@ export class RequestContext {
   }
 }
 
-// Context headers whose repeated values must stay apart: node joins repeats of unknown headers
-// with ", ", which would make two deadlines or two dtabs one malformed value.
-const UNFOLDED_HEADERS = ['prx-ctx-deadline', 'prx-ctx-dtab', 'prx-dtab'] as const;
-
-/** Replaces each present context header by its separate values (rare, so the lazy `headersDistinct` is cheap enough). */
 function routed(): IngressResult {
   return ROUTED;
-}
-
-function unfoldContextHeaders(req: IncomingMessage): void {
-  const headers = req.headers;
-  for (const name of UNFOLDED_HEADERS) {
-    if (headers[name] === undefined) continue;
-    const values = req.headersDistinct[name];
-    if (values !== undefined && values.length > 1) (headers as Record<string, string | string[]>)[name] = values;
-  }
-}
-
-/** Reads a whole body of `expected` bytes (or up to `limit` when `upTo`), rejecting larger ones. */
-function readBody(req: IncomingMessage, limit: number, upTo = false): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        reject(upTo ? new PayloadTooLargeError(size, limit) : new Error('request body longer than its content-length'));
-        return;
-      }
-      chunks.push(c);
-    });
-    req.once('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
-    req.once('error', reject);
-  });
 }

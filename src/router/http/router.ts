@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { H1Server } from '../../protocol/http/h1-server.js';
 import type { Logger } from 'pino';
 import { lookupKind, type KindConfig } from '../../config/index.js';
 import type { Dtab} from '../../naming/index.js';
@@ -26,8 +25,7 @@ const NOOP_ENTRY: Closable = Object.freeze({ close() {} });
 /** One listening server of the router. */
 interface ServerHandle {
   readonly cfg: HttpServerConfig;
-  readonly server: Server;
-  readonly sockets: Set<Socket>;
+  readonly server: H1Server;
   readonly handler: HttpServerHandler;
 }
 
@@ -99,10 +97,8 @@ export class HttpRouter implements RunningRouter {
     this.clients = new BindingCache({ capacity: cache.clients, idleTtlMs: ttl, stats: bindcache.scope('client'), build: (id, name) => this.#buildClient(id, name) });
     for (const s of cfg.servers) {
       const handler = new HttpServerHandler(this, s);
-      const server = s.tls === undefined ? createHttpServer(handler.serverOptions) : createHttpsServer({ ...handler.serverOptions, ...tlsOptions(s.tls) });
-      const sockets = new Set<Socket>();
-      handler.attach(server, sockets);
-      this.#servers.push({ cfg: s, server, sockets, handler });
+      const server = new H1Server(handler.serverOptions, handler, s.tls === undefined ? undefined : tlsOptions(s.tls));
+      this.#servers.push({ cfg: s, server, handler });
     }
   }
 
@@ -135,15 +131,7 @@ export class HttpRouter implements RunningRouter {
   async listen(): Promise<readonly ServerAddress[]> {
     const out: ServerAddress[] = [];
     for (const h of this.#servers) {
-      await new Promise<void>((resolve, reject) => {
-        const onError = (err: Error): void => reject(err);
-        h.server.once('error', onError);
-        h.server.listen({ host: h.cfg.ip, port: h.cfg.port }, () => {
-          h.server.off('error', onError);
-          resolve();
-        });
-      });
-      const a = h.server.address() as AddressInfo;
+      const a = await h.server.listen(h.cfg.ip, h.cfg.port);
       h.handler.bound(a.address, a.port);
       out.push({ ip: a.address, port: a.port });
     }
@@ -173,7 +161,8 @@ export class HttpRouter implements RunningRouter {
     clearTimeout(timer);
     for (const h of this.#servers) {
       h.server.closeAllConnections();
-      for (const s of h.sockets) s.destroy();
+      // Upgraded (tunnelled) connections are no longer the server's.
+      for (const s of h.handler.sockets) s.destroy();
     }
     this.paths.close();
     this.trees.close();

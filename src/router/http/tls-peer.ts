@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { InboundRequest } from '../../protocol/http/h1-server.js';
 import type { TLSSocket } from 'node:tls';
 import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
 
@@ -8,7 +8,7 @@ const certValues = new WeakMap<object, string | null>();
  * The inbound connection's client certificate as an `x-forwarded-client-cert` value, computed once
  * per connection (TLS servers with `caCertPath` require one); undefined on plain connections.
  */
-export function clientCertHeader(req: IncomingMessage): string | undefined {
+export function clientCertHeader(req: InboundRequest): string | undefined {
   const socket = req.socket as Partial<TLSSocket>;
   if (typeof socket.getPeerCertificate !== 'function') return undefined;
   let v = certValues.get(socket);

@@ -1,0 +1,389 @@
+/**
+ * One inbound HTTP/1.1 connection of the router's own server (h1-server.ts). It reads a request
+ * head, hands the request to the server's callbacks, decodes the body (Content-Length or chunked)
+ * into it with backpressure, and reads the next request only once the response is out: pipelined
+ * requests wait in the buffer, which stops the socket when it grows. An `Upgrade` request hands
+ * the socket over.
+ */
+import type { Socket } from 'node:net';
+import {
+  HeadersTimeoutError,
+  MalformedRequestError,
+  RequestHeadError,
+  checkPartialHead,
+  parseRequestHead,
+  type HeadLimits,
+} from './h1-request-head.js';
+import { InboundRequest, type BodySource } from './h1-server-request.js';
+import { InboundResponse, type ResponseHost } from './h1-server-response.js';
+import { CHUNK_END, CRLF2 } from './h1-wire.js';
+
+/** What the server does with requests; the callbacks are the router's. */
+export interface ServerCallbacks {
+  /** A connection was accepted (after the TLS handshake on a TLS server). */
+  connection(socket: Socket): void;
+  request(req: InboundRequest, res: InboundResponse): void;
+  /** An `Upgrade` request: the socket is the callee's from here, with the bytes read past the head. */
+  upgrade(req: InboundRequest, socket: Socket, head: Buffer): void;
+  /** A request refused before it reached the router: answer it on the socket and end it. */
+  rejected(err: RequestHeadError, socket: Socket): void;
+}
+
+export interface ServerConnectionOptions extends HeadLimits {
+  /** How long a request head may take to arrive. */
+  readonly headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  readonly keepAliveTimeoutMs: number;
+}
+
+/** What a connection needs from its server. */
+export interface ConnectionOwner {
+  readonly opts: ServerConnectionOptions;
+  readonly callbacks: ServerCallbacks;
+  readonly keepAliveFields: string;
+  /** The server is closing: each connection ends after its current response. */
+  readonly closing: boolean;
+  removed(conn: ServerConnection): void;
+}
+
+// Body framing of the request being read.
+const NO_BODY = 0;
+const FIXED = 1;
+const CHUNK_SIZE = 2;
+const CHUNK_DATA = 3;
+const CHUNK_DATA_END = 4;
+const TRAILERS = 5;
+
+/** Unread request bytes left after a response are read and dropped up to this size; past it, the connection closes. */
+const DISCARD_BYTES = 64 * 1024;
+/** How long a refused client has to close its side after the answer. */
+const REJECT_GRACE_MS = 5000;
+const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
+const EMPTY = Buffer.alloc(0);
+const HEX = /^[0-9a-fA-F]{1,15}$/;
+
+export class ServerConnection implements BodySource, ResponseHost {
+  readonly socket: Socket;
+  readonly #owner: ConnectionOwner;
+  #pending: Buffer | undefined;
+  #req: InboundRequest | undefined;
+  #res: InboundResponse | undefined;
+  #state = NO_BODY;
+  #remaining = 0;
+  #trailerBytes = 0;
+  /** When the first byte of the head being read arrived (0: none yet). */
+  #headStarted = 0;
+  #processing = false;
+  #readPaused = false;
+  #peerEnded = false;
+  #ending = false;
+  #dead = false;
+  readonly #processBound = (): void => this.#process();
+  readonly #onData = (chunk: Buffer): void => this.#data(chunk);
+  readonly #onEnd = (): void => this.#peerEnd();
+  readonly #onClose = (): void => this.#closed();
+  readonly #onTimeout = (): void => this.#timeout();
+  readonly #onDrain = (): void => this.#res?.drained();
+
+  constructor(owner: ConnectionOwner, socket: Socket) {
+    this.#owner = owner;
+    this.socket = socket;
+    socket.on('data', this.#onData);
+    socket.on('end', this.#onEnd);
+    socket.on('close', this.#onClose);
+    socket.on('drain', this.#onDrain);
+    socket.on('error', ignoreError);
+    socket.on('timeout', this.#onTimeout);
+    if (owner.opts.keepAliveTimeoutMs > 0) socket.setTimeout(owner.opts.keepAliveTimeoutMs);
+  }
+
+  get keepAliveFields(): string {
+    return this.#owner.keepAliveFields;
+  }
+
+  /** No request in flight and no partial one buffered. */
+  get idle(): boolean {
+    return this.#req === undefined && this.#pending === undefined;
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  keepAliveAfter(req: InboundRequest): boolean {
+    if (!req.keepAlive || this.#owner.closing || this.#peerEnded || this.#ending) return false;
+    return req.complete || (this.#state === FIXED && this.#remaining <= DISCARD_BYTES);
+  }
+
+  responseFinished(res: InboundResponse): void {
+    res.notifyOwner();
+    if (this.#processing || this.#dead) return;
+    // A pipelined request waits for the next turn: the upstream connection that served this one
+    // is only handed back after this returns.
+    if (this.#pending !== undefined) setImmediate(this.#processBound);
+    else this.#process();
+  }
+
+  resumeBody(): void {
+    if (!this.#processing && !this.#dead) this.#process();
+  }
+
+  #data(chunk: Buffer): void {
+    if (this.#dead || this.#ending) return;
+    const pending = this.#pending;
+    this.#pending = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
+    this.#process();
+  }
+
+  /** Reads heads and bodies from the buffer for as long as the current exchange lets it. */
+  #process(): void {
+    if (this.#processing) return;
+    this.#processing = true;
+    try {
+      while (!this.#dead && !this.#ending) {
+        const req = this.#req;
+        if (req === undefined) {
+          if (!this.#readHead()) break;
+        } else if (!req.complete) {
+          const res = this.#res as InboundResponse;
+          if (res.writableFinished) {
+            // Answered before its body was read: drop the rest when it is small, else close.
+            if (res.closesConnection || !this.keepAliveAfter(req)) {
+              this.#end();
+              break;
+            }
+            req.discard();
+          }
+          if (!this.#readBody(req)) break;
+        } else if ((this.#res as InboundResponse).writableFinished) {
+          this.#afterResponse(req, this.#res as InboundResponse);
+        } else break;
+      }
+    } catch (err) {
+      this.#fatal(err instanceof RequestHeadError ? err : new MalformedRequestError(err instanceof Error ? err.message : String(err)));
+    } finally {
+      this.#processing = false;
+    }
+    this.#updateFlow();
+  }
+
+  /** Parses the next head; false when it is incomplete (or the socket was handed over). */
+  #readHead(): boolean {
+    let buf = this.#pending;
+    if (buf === undefined) return false;
+    const opts = this.#owner.opts;
+    if (this.#headStarted === 0) this.#headStarted = Date.now();
+    // Empty lines before a request line are tolerated (RFC 9112 §2.2).
+    let start = 0;
+    while (start < buf.length && (buf[start] === 0x0d || buf[start] === 0x0a)) start++;
+    const end = buf.indexOf(CRLF2, start);
+    if (end < 0) {
+      checkPartialHead(buf, start, opts);
+      if (Date.now() - this.#headStarted > opts.headersTimeoutMs) throw new HeadersTimeoutError(opts.headersTimeoutMs);
+      if (start > 0) this.#pending = start === buf.length ? undefined : buf.subarray(start);
+      return false;
+    }
+    const head = parseRequestHead(buf.toString('latin1', start, end), opts);
+    buf = end + 4 < buf.length ? buf.subarray(end + 4) : undefined;
+    this.#pending = buf;
+    this.#headStarted = 0;
+    const req = new InboundRequest(head, this.socket, this);
+    if (head.upgrade) {
+      this.#handOver(req, buf ?? EMPTY);
+      return false;
+    }
+    if (head.method === 'CONNECT') throw new RequestHeadError('PRX_ERR_CONNECT_UNSUPPORTED', 405, 'CONNECT is not supported');
+    if (head.chunked) this.#state = CHUNK_SIZE;
+    else if (head.contentLength > 0) {
+      this.#state = FIXED;
+      this.#remaining = head.contentLength;
+    } else this.#state = NO_BODY;
+    if (head.expectContinue && !req.complete) this.socket.write(CONTINUE);
+    const res = new InboundResponse(this, req);
+    this.#req = req;
+    this.#res = res;
+    this.#owner.callbacks.request(req, res);
+    return true;
+  }
+
+  /** Feeds body bytes into the request; false when the buffer is used up or the consumer is full. */
+  #readBody(req: InboundRequest): boolean {
+    const buf = this.#pending;
+    if (buf === undefined || !req.wantsData) return false;
+    switch (this.#state) {
+      case FIXED: {
+        const n = Math.min(this.#remaining, buf.length);
+        const piece = n === buf.length ? buf : buf.subarray(0, n);
+        this.#remaining -= n;
+        this.#consume(buf, n);
+        req.data(piece);
+        if (this.#remaining === 0) this.#bodyDone(req);
+        return true;
+      }
+      case CHUNK_SIZE: {
+        const eol = buf.indexOf(CHUNK_END);
+        if (eol < 0) {
+          if (buf.length > 1024) throw new MalformedRequestError('chunk size line too long');
+          return false;
+        }
+        const line = buf.toString('latin1', 0, eol);
+        const semi = line.indexOf(';');
+        const digits = (semi < 0 ? line : line.slice(0, semi)).trim();
+        if (!HEX.test(digits)) throw new MalformedRequestError('invalid chunk size');
+        const size = parseInt(digits, 16);
+        this.#consume(buf, eol + 2);
+        if (size === 0) {
+          this.#state = TRAILERS;
+          this.#trailerBytes = 0;
+        } else {
+          this.#remaining = size;
+          this.#state = CHUNK_DATA;
+        }
+        return true;
+      }
+      case CHUNK_DATA: {
+        const n = Math.min(this.#remaining, buf.length);
+        const piece = buf.subarray(0, n);
+        this.#remaining -= n;
+        if (this.#remaining === 0) this.#state = CHUNK_DATA_END;
+        this.#consume(buf, n);
+        req.data(piece);
+        return true;
+      }
+      case CHUNK_DATA_END: {
+        if (buf.length < 2) return false;
+        if (buf[0] !== 0x0d || buf[1] !== 0x0a) throw new MalformedRequestError('missing CRLF after a chunk');
+        this.#consume(buf, 2);
+        this.#state = CHUNK_SIZE;
+        return true;
+      }
+      case TRAILERS: {
+        // Trailer fields are read and dropped (the router does not forward them); an empty line ends them.
+        const eol = buf.indexOf(CHUNK_END);
+        if (eol < 0) {
+          if (this.#trailerBytes + buf.length > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
+          return false;
+        }
+        this.#trailerBytes += eol + 2;
+        if (this.#trailerBytes > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
+        this.#consume(buf, eol + 2);
+        if (eol === 0) this.#bodyDone(req);
+        return true;
+      }
+      default:
+        this.#bodyDone(req);
+        return true;
+    }
+  }
+
+  #consume(buf: Buffer, n: number): void {
+    this.#pending = n >= buf.length ? undefined : buf.subarray(n);
+  }
+
+  #bodyDone(req: InboundRequest): void {
+    this.#state = NO_BODY;
+    req.end();
+  }
+
+  /** The response is out and the request read: keep the connection for the next one, or end it. */
+  #afterResponse(req: InboundRequest, res: InboundResponse): void {
+    this.#req = undefined;
+    this.#res = undefined;
+    if (res.closesConnection || !req.keepAlive || this.#owner.closing || (this.#peerEnded && this.#pending === undefined)) this.#end();
+  }
+
+  /** The server's side is done: flush what was written, then close. */
+  #end(): void {
+    if (this.#ending) return;
+    this.#ending = true;
+    this.#pending = undefined;
+    const socket = this.socket;
+    socket.end(() => socket.destroy());
+  }
+
+  /** A request that cannot be read on: answered (when no response has begun) and the connection ends. */
+  #fatal(err: RequestHeadError): void {
+    const req = this.#req;
+    const res = this.#res;
+    req?.fail(err);
+    if (res !== undefined && res.headersSent) {
+      this.socket.destroy();
+      return;
+    }
+    res?.cutOff();
+    this.#ending = true;
+    this.#pending = undefined;
+    // The answer ends our side; a client that never closes its side is cut off after a grace period.
+    this.socket.setTimeout(REJECT_GRACE_MS);
+    this.#owner.callbacks.rejected(err, this.socket);
+  }
+
+  /** Gives the socket to the upgrade callback with the bytes read past the head. */
+  #handOver(req: InboundRequest, head: Buffer): void {
+    const socket = this.socket;
+    this.#dead = true;
+    this.#pending = undefined;
+    socket.off('data', this.#onData);
+    socket.off('end', this.#onEnd);
+    socket.off('close', this.#onClose);
+    socket.off('drain', this.#onDrain);
+    socket.off('timeout', this.#onTimeout);
+    socket.setTimeout(0);
+    // Bytes arriving before the callee reads them stay in the socket, not dropped.
+    socket.pause();
+    this.#owner.removed(this);
+    this.#owner.callbacks.upgrade(req, socket, head);
+  }
+
+  /** Stops reading while the request body's consumer is full or pipelined bytes pile up. */
+  #updateFlow(): void {
+    if (this.#dead) return;
+    const req = this.#req;
+    let pause = false;
+    if (req !== undefined) {
+      if (!req.complete) pause = this.#pending !== undefined && !req.wantsData;
+      else pause = this.#pending !== undefined && this.#pending.length > this.#owner.opts.maxHeaderBytes + this.#owner.opts.maxInitialLineBytes;
+    }
+    if (pause === this.#readPaused) return;
+    this.#readPaused = pause;
+    if (pause) this.socket.pause();
+    else this.socket.resume();
+  }
+
+  /** The client finished sending: answer what is in flight, then close. */
+  #peerEnd(): void {
+    this.#peerEnded = true;
+    const req = this.#req;
+    if (req === undefined) {
+      this.#end();
+      return;
+    }
+    if (!req.complete) req.fail();
+  }
+
+  #timeout(): void {
+    if (this.#ending) {
+      this.socket.destroy();
+      return;
+    }
+    if (this.#req !== undefined) return;
+    if (this.#pending !== undefined) this.#fatal(new HeadersTimeoutError(this.#owner.opts.headersTimeoutMs));
+    else this.socket.destroy();
+  }
+
+  #closed(): void {
+    this.#dead = true;
+    this.#pending = undefined;
+    const req = this.#req;
+    const res = this.#res;
+    this.#req = undefined;
+    this.#res = undefined;
+    req?.fail();
+    if (res !== undefined && !res.writableFinished) res.cutOff();
+    this.#owner.removed(this);
+  }
+}
+
+function ignoreError(): void {
+  // 'close' follows every socket error; the connection's state is settled there.
+}
