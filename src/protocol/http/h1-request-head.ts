@@ -93,7 +93,9 @@ export function checkPartialHead(buf: Buffer, start: number, limits: HeadLimits)
   const size = buf.length - start;
   const eol = buf.indexOf(0x0a, start);
   if (eol < 0) {
-    if (size > limits.maxInitialLineBytes) throw new InitialLineTooLongError(size, limits.maxInitialLineBytes);
+    // A CR last may begin the line's CRLF, which the limit does not count.
+    const line = buf[buf.length - 1] === 0x0d ? size - 1 : size;
+    if (line > limits.maxInitialLineBytes) throw new InitialLineTooLongError(line, limits.maxInitialLineBytes);
     return;
   }
   if (eol - start > limits.maxInitialLineBytes + 1) throw new InitialLineTooLongError(eol - start - 1, limits.maxInitialLineBytes);
@@ -120,8 +122,10 @@ export function parseRequestHead(text: string, limits: HeadLimits): RequestHead 
   else if (eol - sp2 === 9 && text.startsWith('HTTP/1.0', sp2 + 1)) httpVersion = '1.0';
   else {
     const v = text.slice(sp2 + 1, eol);
-    if (VERSION.test(v)) throw new VersionNotSupportedError(v.slice(5));
-    throw new MalformedRequestError('invalid HTTP version');
+    if (!VERSION.test(v)) throw new MalformedRequestError('invalid HTTP version');
+    // A later 1.x minor is read as the highest this server speaks (RFC 9112 §2.5); another major is refused.
+    if (!v.startsWith('HTTP/1.')) throw new VersionNotSupportedError(v.slice(5));
+    httpVersion = '1.1';
   }
 
   const headers: IncomingHttpHeaders = {};
@@ -161,7 +165,7 @@ export function parseRequestHead(text: string, limits: HeadLimits): RequestHead 
     // A name like `constructor` finds the prototype's function: that is no earlier value.
     const prev = h[name] as unknown;
     if (typeof prev === 'string' || Array.isArray(prev)) addRepeat(h, name, prev as string | string[], value);
-    else h[name] = value;
+    else h[name] = name === 'set-cookie' ? [value] : value;
   }
 
   let chunked = false;

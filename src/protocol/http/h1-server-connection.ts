@@ -16,7 +16,7 @@ import {
 } from './h1-request-head.js';
 import { InboundRequest, type BodySource } from './h1-server-request.js';
 import { InboundResponse, type ResponseHost } from './h1-server-response.js';
-import { CHUNK_END, CRLF2 } from './h1-wire.js';
+import { CHUNK_END, CONTROL, CRLF2 } from './h1-wire.js';
 
 /** What the server does with requests; the callbacks are the router's. */
 export interface ServerCallbacks {
@@ -61,6 +61,8 @@ const REJECT_GRACE_MS = 5000;
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 const EMPTY = Buffer.alloc(0);
 const HEX = /^[0-9a-fA-F]{1,15}$/;
+/** A chunk-size line (size and extensions) longer than this is refused. */
+const CHUNK_LINE_BYTES = 1024;
 
 export class ServerConnection implements BodySource, ResponseHost {
   readonly socket: Socket;
@@ -172,15 +174,19 @@ export class ServerConnection implements BodySource, ResponseHost {
     let buf = this.#pending;
     if (buf === undefined) return false;
     const opts = this.#owner.opts;
-    if (this.#headStarted === 0) this.#headStarted = Date.now();
-    // Empty lines before a request line are tolerated (RFC 9112 §2.2).
+    // Empty lines before a request line are tolerated (RFC 9112 §2.2); the head's clock starts after them.
     let start = 0;
     while (start < buf.length && (buf[start] === 0x0d || buf[start] === 0x0a)) start++;
+    if (start === buf.length) {
+      this.#pending = undefined;
+      return false;
+    }
+    if (this.#headStarted === 0) this.#headStarted = Date.now();
     const end = buf.indexOf(CRLF2, start);
     if (end < 0) {
       checkPartialHead(buf, start, opts);
       if (Date.now() - this.#headStarted > opts.headersTimeoutMs) throw new HeadersTimeoutError(opts.headersTimeoutMs);
-      if (start > 0) this.#pending = start === buf.length ? undefined : buf.subarray(start);
+      if (start > 0) this.#pending = buf.subarray(start);
       return false;
     }
     const head = parseRequestHead(buf.toString('latin1', start, end), opts);
@@ -222,11 +228,11 @@ export class ServerConnection implements BodySource, ResponseHost {
       }
       case CHUNK_SIZE: {
         const eol = buf.indexOf(CHUNK_END);
-        if (eol < 0) {
-          if (buf.length > 1024) throw new MalformedRequestError('chunk size line too long');
-          return false;
-        }
+        if (eol < 0 ? buf.length > CHUNK_LINE_BYTES : eol > CHUNK_LINE_BYTES) throw new MalformedRequestError('chunk size line too long');
+        if (eol < 0) return false;
         const line = buf.toString('latin1', 0, eol);
+        // A bare LF (or other control) in an extension would end the line early for a lenient reader: two readings.
+        if (CONTROL.test(line)) throw new MalformedRequestError('invalid character in a chunk size line');
         const semi = line.indexOf(';');
         const digits = (semi < 0 ? line : line.slice(0, semi)).trim();
         if (!HEX.test(digits)) throw new MalformedRequestError('invalid chunk size');
@@ -266,6 +272,8 @@ export class ServerConnection implements BodySource, ResponseHost {
         }
         this.#trailerBytes += eol + 2;
         if (this.#trailerBytes > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
+        // Dropped, but a bare LF would still move the body's end for a lenient reader in front.
+        if (eol > 0 && CONTROL.test(buf.toString('latin1', 0, eol))) throw new MalformedRequestError('invalid character in a trailer');
         this.#consume(buf, eol + 2);
         if (eol === 0) this.#bodyDone(req);
         return true;

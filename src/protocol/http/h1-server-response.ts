@@ -7,7 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { BodySink } from './upstream.js';
-import { CONTROL, LAST_CHUNK, writeChunk } from './h1-wire.js';
+import { LAST_CHUNK, TOKEN, writeChunk } from './h1-wire.js';
 import type { InboundRequest } from './h1-server-request.js';
 
 /** What a response needs from its connection. */
@@ -138,6 +138,8 @@ export class InboundResponse implements BodySink {
   write(chunk: Buffer): boolean {
     if (this.#destroyed || this.writableFinished) return false;
     if (!this.headersSent) return this.#flush(chunk, false);
+    // An empty chunk would be the last-chunk marker.
+    if (chunk.length === 0) return true;
     const socket = this.#host.socket;
     switch (this.#mode) {
       case NONE:
@@ -202,6 +204,7 @@ export class InboundResponse implements BodySink {
 
   /** Chooses the framing and writes the head, with `chunk` when there is one. */
   #flush(chunk: Buffer | undefined, ending: boolean): boolean {
+    if (this.statusCode === 0) this.writeHead(200, {});
     this.headersSent = true;
     const req = this.#req;
     const status = this.statusCode;
@@ -244,8 +247,12 @@ export class InboundResponse implements BodySink {
   }
 }
 
+/** What a field value may not hold: controls but HTAB, and anything past latin1 (written as its low byte, U+010A is LF). */
+const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
 function line(name: string, value: string): string {
-  if (CONTROL.test(value)) throw new TypeError(`invalid character in response header ${name}`);
+  if (!TOKEN.test(name)) throw new TypeError(`invalid response header name ${JSON.stringify(name)}`);
+  if (INVALID_VALUE.test(value)) throw new TypeError(`invalid character in response header ${name}`);
   return `${name}: ${value}\r\n`;
 }
 

@@ -61,11 +61,12 @@ export class H1Server implements ConnectionOwner {
     });
   }
 
-  /** Stops accepting; each connection closes after its current response. */
+  /** Stops accepting and closes idle connections; each busy one closes after its current response. */
   close(): void {
     if (this.#closing) return;
     this.#closing = true;
     this.#server.close();
+    this.closeIdleConnections();
   }
 
   /** Closes connections with no request in flight. */
