@@ -170,7 +170,8 @@ async function harnessRun(o) {
   }
   const args = [
     runSh,
-    '--proxy-cmd', `exec node ${join(REPO, 'bin', 'prx')} ${config}`,
+    // bin/prx itself, as operators run it: its first line starts node with the proxy's V8 flags.
+    '--proxy-cmd', `exec ${join(REPO, 'bin', 'prx')} ${config}`,
     '--proxy-port', String(proxy),
     '--proxy-name', 'prx',
     '--targets', 'direct,nginx,haproxy,node-http-proxy,fastify,candidate',
@@ -260,7 +261,7 @@ async function profileRun(o) {
   const upstreamJs = `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
   try {
     started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(upstream), BODY } });
-    const prx = started(process.execPath, ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name, join(REPO, 'bin', 'prx'), config], { core: 1 });
+    const prx = started(process.execPath, [...prxNodeFlags(), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name, join(REPO, 'bin', 'prx'), config], { core: 1 });
     await waitServing(proxy, 15000);
     const wrk = (seconds) => pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
     spawnSync(...wrk(2), { stdio: 'ignore' });
@@ -284,6 +285,12 @@ async function profileRun(o) {
     await Promise.all(children.map((child) => stopped(child, 5000)));
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** The V8 flags bin/prx starts node with (its `exec node … "$0"` line), for runs that add their own. */
+function prxNodeFlags() {
+  const m = /exec node (.*?) "\$0"/.exec(readFileSync(join(REPO, 'bin', 'prx'), 'utf8'));
+  return m === null ? [] : (m[1] ?? '').split(/\s+/).filter(Boolean);
 }
 
 async function main() {

@@ -24,7 +24,7 @@ await new Promise((resolve, reject) => {
   process.exit(1);
 });
 
-const proxy = spawn(process.execPath, ['bin/prx', config], { cwd: root, stdio: 'inherit' });
+const proxy = spawn(`${root}bin/prx`, [config], { cwd: root, stdio: 'inherit' });
 
 // The terminal sends SIGINT to the whole process group; the proxy handles its own copy. A
 // signal sent to this script alone (SIGTERM from a supervisor) is passed on.

@@ -82,7 +82,8 @@ async function oneRun(measureTraffic) {
   writeFileSync(path, stringify(config));
 
   const t0 = performance.now();
-  const child = spawn(process.execPath, [join(root, 'bin/prx'), path], { cwd: root, stdio: 'ignore' });
+  // bin/prx as operators run it (its first line execs node with the proxy's V8 flags; same pid).
+  const child = spawn(join(root, 'bin/prx'), [path], { cwd: root, stdio: 'ignore' });
   const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   let startupMs;
   for (;;) {

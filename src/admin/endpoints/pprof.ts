@@ -2,7 +2,7 @@ import { BlockDetector, type BlockedPeriod } from '../event-loop.js';
 import { BadRequestError } from '../errors.js';
 import type { AdminEndpoint, AdminRequest, AdminResponse } from '../handler.js';
 import type { ProfileBuilder } from '../pprof/builder.js';
-import { contentionToPprof, cpuToPprof, heapToPprof } from '../pprof/convert.js';
+import type * as PprofConvert from '../pprof/convert.js';
 import { MAX_PROFILE_HZ, MAX_PROFILE_SECONDS, type Profiler } from '../pprof/profiler.js';
 
 /** Defaults from the spec's Limits table (10 s at 100 Hz). */
@@ -42,6 +42,11 @@ async function pprofResponse(builder: ProfileBuilder, name: string): Promise<Adm
   };
 }
 
+/** The pprof encoders, loaded on the first profile: protobufjs costs ~8 MB of RSS a proxy need not carry. */
+function convert(): Promise<typeof PprofConvert> {
+  return import('../pprof/convert.js');
+}
+
 /**
  * `/admin/pprof/profile`, `/admin/pprof/contention` and `/admin/pprof/heap`: gzipped pprof
  * protobufs for `go tool pprof <admin_url>/admin/pprof/profile`. One profile runs at a time;
@@ -56,7 +61,7 @@ export function pprofEndpoints(profiler: Profiler): AdminEndpoint[] {
       handler: async (req) => {
         const { seconds, hz, periodNanos } = cpuParams(req);
         const profile = await profiler.cpu(seconds, hz, req.signal);
-        return pprofResponse(cpuToPprof(profile, periodNanos), 'profile');
+        return pprofResponse((await convert()).cpuToPprof(profile, periodNanos), 'profile');
       },
     },
     {
@@ -80,7 +85,7 @@ export function pprofEndpoints(profiler: Profiler): AdminEndpoint[] {
         } finally {
           detector.flush();
         }
-        return pprofResponse(contentionToPprof(profile, periodNanos, blocked), 'contention');
+        return pprofResponse((await convert()).contentionToPprof(profile, periodNanos, blocked), 'contention');
       },
     },
     {
@@ -93,7 +98,7 @@ export function pprofEndpoints(profiler: Profiler): AdminEndpoint[] {
         const seconds = numberParam(req, 'seconds', DEFAULT_PROFILE_SECONDS, 0.001, MAX_PROFILE_SECONDS);
         const interval = Math.round(numberParam(req, 'interval', DEFAULT_HEAP_INTERVAL_BYTES, 512, 1 << 30));
         const profile = await profiler.heap(seconds, interval, req.signal);
-        return pprofResponse(heapToPprof(profile, interval), 'heap');
+        return pprofResponse((await convert()).heapToPprof(profile, interval), 'heap');
       },
     },
   ];
