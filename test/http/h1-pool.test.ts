@@ -354,7 +354,7 @@ describe('h1 client: misbehaving upstreams', () => {
     ['a header name with a space', 'HTTP/1.1 200 OK\r\nbad name: x\r\n\r\n', 'PRX_ERR_UPSTREAM_PROTOCOL', /Invalid header token/],
     ['a folded header line', 'HTTP/1.1 200 OK\r\nx-a: 1\r\n  folded\r\n\r\n', 'PRX_ERR_UPSTREAM_PROTOCOL', /Invalid header token/],
     ['a control character in a value', 'HTTP/1.1 200 OK\r\nx-a: 1\x01\r\n\r\n', 'PRX_ERR_UPSTREAM_PROTOCOL', /Invalid header value char/],
-    ['two Content-Length headers', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\na', 'PRX_ERR_UPSTREAM_CONTENT_LENGTH', /content-length/],
+    ['two different Content-Length headers', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\na', 'PRX_ERR_UPSTREAM_CONTENT_LENGTH', /content-length/],
     ['Content-Length with chunked', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n', 'PRX_ERR_UPSTREAM_CONTENT_LENGTH', /content-length/],
     ['a bad chunk size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 'PRX_ERR_UPSTREAM_PROTOCOL', /chunk size/],
     ['a body cut short', 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc', 'PRX_ERR_UPSTREAM_CLOSED', /^other side closed$/],
@@ -370,6 +370,16 @@ describe('h1 client: misbehaving upstreams', () => {
       await p.destroy();
     });
   }
+
+  it('a repeated identical Content-Length is one length (as Finagle reads it)', async () => {
+    const { port } = await rawServer((_req, s) => s.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\ncontent-length: 2\r\n\r\nok'));
+    const p = pool(port);
+    const r = await send(p);
+    assert.equal(r.error, undefined);
+    assert.equal(r.headers['content-length'], '2');
+    assert.equal(r.body, 'ok');
+    await p.destroy();
+  });
 
   it('a head larger than maxHeaderBytes fails, whether or not it is complete', async () => {
     const big = `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(300)}`;

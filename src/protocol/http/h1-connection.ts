@@ -46,6 +46,7 @@ const CHUNK_DATA_END = 4;
 const TRAILERS = 5;
 const UNTIL_CLOSE = 6;
 const DONE = 7;
+const DIGITS = /^\d+$/;
 
 
 /**
@@ -426,16 +427,21 @@ export class H1Connection implements ExchangeController {
       const value = trimOws(text, colon + 1, end);
       if (CONTROL.test(value)) throw new UpstreamProtocolError('Invalid header value char');
       pos = end + 2;
+      if (name === 'content-length') {
+        if (!DIGITS.test(value)) throw new UpstreamContentLengthError();
+        const n = Number(value);
+        // A repeat of the same length is one length (RFC 9110 §8.6, as Finagle reads it); another is a conflict.
+        if (contentLength >= 0) {
+          if (n !== contentLength) throw new UpstreamContentLengthError();
+          continue;
+        }
+        contentLength = n;
+      }
       const prev = h[name];
       if (prev === undefined) h[name] = value;
       else if (typeof prev === 'string') h[name] = [prev, value];
       else prev.push(value);
       switch (name) {
-        case 'content-length': {
-          if (contentLength >= 0 || !/^\d+$/.test(value)) throw new UpstreamContentLengthError();
-          contentLength = Number(value);
-          break;
-        }
         case 'transfer-encoding':
           chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
           break;
