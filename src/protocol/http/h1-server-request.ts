@@ -137,19 +137,21 @@ export class InboundRequest {
     c?.reject(new RequestBodyAbortedError());
   }
 
-  /** A decoded body chunk; false when the connection should stop reading for now. */
-  data(chunk: Buffer): boolean {
-    if (this.#discarding) return true;
+  /** A decoded body chunk (the connection asks {@link wantsData} before reading more). */
+  data(chunk: Buffer): void {
+    if (this.#discarding) return;
     const stream = this.#stream;
-    if (stream !== undefined) return (stream.wanted = stream.push(chunk));
+    if (stream !== undefined) {
+      stream.wanted = stream.push(chunk);
+      return;
+    }
     const c = this.#collector;
     if (c !== undefined) {
       this.#collect(c, chunk);
-      return true;
+      return;
     }
     (this.#held ??= []).push(chunk);
     this.#heldBytes += chunk.length;
-    return this.#heldBytes < HOLD_BYTES;
   }
 
   /** Whether the consumer can take more now (the connection resumes reading when it can). */

@@ -189,7 +189,7 @@ export class HttpServerHandler implements ServerCallbacks {
       }
       const handle = new AttemptHandle();
       ctx.handle = handle;
-      const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.chunked, ctx.started);
+      const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.req.chunked, ctx.started);
       ctx.served = served;
       const ok = served.responseClass === 'success';
       svc.record(ok, performance.now() - ctx.started);

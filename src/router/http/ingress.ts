@@ -48,7 +48,6 @@ export class RequestContext implements ResponseOwner {
   readonly started = performance.now();
   readonly bindDeadline: number;
   readonly out: OutboundRequest;
-  chunked = false;
   service: PathService | undefined;
   served: Served | undefined;
   handle: AttemptHandle | undefined;
@@ -179,7 +178,6 @@ export class RequestContext implements ResponseOwner {
   #prepareBody(): Promise<void> | undefined {
     const req = this.req;
     const rc = this.handler.router.cfg;
-    this.chunked = req.chunked;
     const n = req.contentLength;
     if (n >= 0) {
       const limit = rc.maxRequestKB * 1024;
