@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { PrxError } from './errors.js';
+import { FdLogDestination } from './log-destination.js';
 
 /**
  * Logging: one pino root logger writing JSON lines, and named child loggers (`prx.router.http`,
@@ -64,7 +65,7 @@ function parentOf(name: string): string {
 }
 
 export interface LogRegistryOptions {
-  /** Defaults to stdout (buffered, flushed on exit). Tests pass an in-memory stream. */
+  /** Defaults to stdout, written asynchronously and flushed on exit. Tests pass an in-memory stream. */
   readonly destination?: LogDestination;
   /** The root level; defaults to `info`. */
   readonly level?: LogLevel;
@@ -83,7 +84,7 @@ export class LogRegistry {
 
   constructor(options: LogRegistryOptions = {}) {
     const level = options.level ?? 'info';
-    const destination = options.destination ?? pino.destination({ dest: 1, sync: false });
+    const destination = options.destination ?? new FdLogDestination(1);
     this.root = pino(
       {
         level: pinoLevel(level),

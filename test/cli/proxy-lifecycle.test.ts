@@ -1,15 +1,18 @@
 // `bin/prx` as a process, proxying HTTP to a backend run by the test: start-up, graceful drain on
 // SIGTERM/SIGINT and POST /admin/shutdown, the grace deadline, a second signal, start-up failures.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { spawnCli, type SpawnedCli } from '../helpers/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'prx-life-'));
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
 // The backend: `/slow?ms=N` answers `slow done` after N ms, anything else `backend ok` at once.
 const backend = http.createServer((req, res) => {
@@ -206,5 +209,31 @@ describe('prx lifecycle', { concurrency: true }, () => {
     assert.equal((await get(routerPort, '/')).body, 'backend ok');
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0);
+  });
+
+  test('bin/prx as built (the bundle) serves, and exits 0 on SIGTERM after its stdout reader went away', async () => {
+    const bundle = join(REPO, 'dist', 'bundle', 'prx.js');
+    assert.ok(existsSync(bundle), `${bundle} is missing: npm test builds it (npm run build)`);
+    const adminPort = await freePort();
+    const routerPort = await freePort();
+    const path = join(dir, `cfg-bin-${adminPort}.json`);
+    writeFileSync(path, proxyConfig(adminPort, routerPort));
+    const child = spawn(join(REPO, 'bin', 'prx'), [path], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('"prx started"')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`bin/prx exited (${code}) before starting: ${out}`)));
+    });
+    assert.equal((await get(routerPort, '/')).body, 'backend ok');
+    // The reader goes away (a log shipper that died): every later log line meets EPIPE.
+    child.stdout.destroy();
+    child.kill('SIGTERM');
+    const code = await Promise.race([exited, sleep(8000).then(() => 'still running 8 s after SIGTERM')]);
+    if (code !== 0) child.kill('SIGKILL');
+    assert.equal(code, 0);
   });
 });
