@@ -232,6 +232,12 @@ export class AdminServer {
       response = await this.#dispatch(req, url, wantsJson, ac.signal);
     } catch (e) {
       req.resume();
+      if (ac.signal.aborted) {
+        // The client left or the server is closing: the handler stopped as asked, and no one is
+        // waiting for an answer. Not an error (a heap profile cut short by shutdown used to log one).
+        this.#log.debug({ method: req.method, url: req.url }, 'admin request abandoned');
+        return;
+      }
       response = this.#errorResponse(e, req, wantsJson);
     }
     this.#write(res, response);

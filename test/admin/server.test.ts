@@ -171,6 +171,28 @@ describe('AdminServer', () => {
     assert.equal((await request(`${server.url}/admin/ping`)).text, 'pong\n');
   });
 
+  test('a handler stopped because the client left, or the server closed, is not logged as a failure', T, async () => {
+    const { logs, sink } = quietLogs();
+    const local = new AdminServer({ ip: '127.0.0.1', port: 0, logger: logs.get('prx.admin') });
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    local.add({
+      path: '/admin/wait',
+      handler: (req) =>
+        new Promise((_, reject) => {
+          started();
+          req.signal.addEventListener('abort', () => reject(req.signal.reason as Error));
+        }),
+    });
+    await local.listen();
+    const pending = request(`${local.url}/admin/wait`).catch((e: Error) => e);
+    await running;
+    await local.close();
+    assert.ok((await pending) instanceof Error, 'the connection was dropped');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(sink.lines.filter((l) => l['level'] === 'error'), []);
+  });
+
   test('typed handler errors keep their status', T, async () => {
     const r = await request(`${server.url}/admin/bad`);
     assert.equal(r.status, 400);
