@@ -13,8 +13,8 @@ export class FdLogDestination {
   readonly fd: number;
   /** Lines not yet handed to a write. */
   #pending: string[] = [];
-  /** Bytes of the write in flight, and how far it got. */
-  #inFlight: Buffer | undefined;
+  /** A write is on its way to the descriptor. */
+  #writing = false;
   #failed: NodeJS.ErrnoException | undefined;
   #idleWaiters: (() => void)[] = [];
   #exitHook: (() => void) | undefined;
@@ -36,7 +36,7 @@ export class FdLogDestination {
   write(line: string): boolean {
     if (this.#failed !== undefined) return false;
     this.#pending.push(line);
-    if (this.#inFlight === undefined) this.#writeNext();
+    if (!this.#writing) this.#writeNext();
     return true;
   }
 
@@ -77,18 +77,18 @@ export class FdLogDestination {
   }
 
   #idle(): boolean {
-    return this.#failed !== undefined || (this.#inFlight === undefined && this.#pending.length === 0);
+    return this.#failed !== undefined || (!this.#writing && this.#pending.length === 0);
   }
 
   #writeNext(): void {
     // Lines queued while a write was in flight go out together, in one write.
-    const buf = Buffer.from(this.#pending.length === 1 ? (this.#pending[0] as string) : this.#pending.join(''));
+    const buf = Buffer.from(this.#pending.join(''));
     this.#pending = [];
     this.#writeFrom(buf);
   }
 
   #writeFrom(buf: Buffer): void {
-    this.#inFlight = buf;
+    this.#writing = true;
     write(this.fd, buf, 0, buf.length, null, (err, written) => {
       if (err) {
         if (err.code === 'EAGAIN') {
@@ -102,7 +102,7 @@ export class FdLogDestination {
         this.#writeFrom(buf.subarray(written));
         return;
       }
-      this.#inFlight = undefined;
+      this.#writing = false;
       if (this.#pending.length > 0) this.#writeNext();
       else this.#wakeIdle();
     });
@@ -111,7 +111,7 @@ export class FdLogDestination {
   #fail(err: NodeJS.ErrnoException): void {
     this.#failed = err;
     this.#pending = [];
-    this.#inFlight = undefined;
+    this.#writing = false;
     this.#wakeIdle();
   }
 
