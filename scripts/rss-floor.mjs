@@ -42,11 +42,15 @@ const upstream = createServer((req, res) => {
 upstream.keepAliveTimeout = 75_000;
 await new Promise((r) => upstream.listen(PORTS.upstream, '127.0.0.1', r));
 
-const V8_FLAGS = ['--max-semi-space-size=4']; // bin/prx's own flags, given to the floor too
+// bin/prx's own V8 flags and malloc setting, given to the floor too.
+const V8_FLAGS = ['--max-semi-space-size=4'];
+const BIN_PRX_ENV = { MALLOC_ARENA_MAX: '1' };
+const { MALLOC_ARENA_MAX: _callers, ...DEFAULT_ENV } = process.env;
+const floor = [join(REPO, 'bench', 'node-floor-proxy.mjs'), String(PORTS.proxy), String(PORTS.upstream)];
 const TARGETS = [
-  { name: 'prx (bin/prx, full router stack)', argv: [join(REPO, 'bin', 'prx'), config] },
-  { name: 'node:http proxy, same V8 flags', argv: [process.execPath, ...V8_FLAGS, join(REPO, 'bench', 'node-floor-proxy.mjs'), String(PORTS.proxy), String(PORTS.upstream)] },
-  { name: 'node:http proxy, node defaults', argv: [process.execPath, join(REPO, 'bench', 'node-floor-proxy.mjs'), String(PORTS.proxy), String(PORTS.upstream)] },
+  { name: 'prx (bin/prx, full router stack)', argv: [join(REPO, 'bin', 'prx'), config], env: DEFAULT_ENV },
+  { name: 'node:http proxy, bin/prx settings', argv: [process.execPath, ...V8_FLAGS, ...floor], env: { ...DEFAULT_ENV, ...BIN_PRX_ENV } },
+  { name: 'node:http proxy, node defaults', argv: [process.execPath, ...floor], env: DEFAULT_ENV },
 ];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -62,7 +66,7 @@ async function wrk(seconds) {
 }
 
 async function measure(target) {
-  const child = spawn('taskset', ['-c', '1', ...target.argv], { stdio: 'ignore' });
+  const child = spawn('taskset', ['-c', '1', ...target.argv], { stdio: 'ignore', env: target.env });
   for (let i = 0; i < 100; i++) {
     await sleep(50);
     try {

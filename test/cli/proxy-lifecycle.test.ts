@@ -2,7 +2,7 @@
 // SIGTERM/SIGINT and POST /admin/shutdown, the grace deadline, a second signal, start-up failures.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -218,7 +218,7 @@ describe('prx lifecycle', { concurrency: true }, () => {
     const routerPort = await freePort();
     const path = join(dir, `cfg-bin-${adminPort}.json`);
     writeFileSync(path, proxyConfig(adminPort, routerPort));
-    const child = spawn(join(REPO, 'bin', 'prx'), [path], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(join(REPO, 'bin', 'prx'), [path], { cwd: REPO, env: withoutMallocArenaMax(), stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
     let out = '';
     await new Promise<void>((resolve, reject) => {
@@ -229,6 +229,11 @@ describe('prx lifecycle', { concurrency: true }, () => {
       void exited.then((code) => reject(new Error(`bin/prx exited (${code}) before starting: ${out}`)));
     });
     assert.equal((await get(routerPort, '/')).body, 'backend ok');
+    // The shim execs node itself (same pid), with one malloc arena unless the caller chose otherwise.
+    if (process.platform === 'linux') {
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+      assert.ok(environ.includes('MALLOC_ARENA_MAX=1'), 'bin/prx sets MALLOC_ARENA_MAX=1');
+    }
     // The reader goes away (a log shipper that died): every later log line meets EPIPE.
     child.stdout.destroy();
     child.kill('SIGTERM');
@@ -237,3 +242,10 @@ describe('prx lifecycle', { concurrency: true }, () => {
     assert.equal(code, 0);
   });
 });
+
+/** The test's environment without MALLOC_ARENA_MAX, so the shim's own default is what is seen. */
+function withoutMallocArenaMax(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env['MALLOC_ARENA_MAX'];
+  return env;
+}

@@ -1,10 +1,12 @@
 // `bin/prx-resolver` as a process: usage, --check, bad config, start-up, graceful stop on
 // SIGTERM/SIGINT with a watch open, and a port already in use.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
 import { spawnCli } from '../helpers/run-cli.js';
 import { freePort, openWatch, request } from '../resolver/helpers.js';
@@ -92,7 +94,6 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
 test('reads the config from stdin with -', async () => {
   const { file, ctl } = await writeConfig('stdin.json');
-  const { readFileSync } = await import('node:fs');
   const cli = spawnCli('prx-resolver', ['-'], { stdin: readFileSync(file, 'utf8') });
   try {
     await cli.logLine((l) => l['msg'] === 'prx-resolver started');
@@ -118,3 +119,38 @@ test('a port in use fails start-up with exit 1 and frees the other ports', async
     await new Promise<void>((resolve) => blocker.close(() => resolve()));
   }
 });
+
+test('bin/prx-resolver as built (the bundle, through its shell shim) serves and exits 0 on SIGTERM', async () => {
+  const { file, ctl } = await writeConfig('bin.json');
+  const repo = fileURLToPath(new URL('../..', import.meta.url));
+  assert.ok(existsSync(join(repo, 'dist', 'bundle', 'prx-resolver.js')), 'dist/bundle/prx-resolver.js is missing: npm test builds it');
+  const child = spawn(join(repo, 'bin', 'prx-resolver'), [file], { cwd: repo, env: withoutMallocArenaMax(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  try {
+    let out = '';
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('"prx-resolver started"')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`bin/prx-resolver exited (${code}) before starting: ${out}`)));
+    });
+    assert.equal((await request(`${ctl}/api/1/dtabs`)).text, '["default"]\n');
+    if (process.platform === 'linux') {
+      // The shim execs node itself (same pid), with one malloc arena unless the caller chose otherwise.
+      const environ = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0');
+      assert.ok(environ.includes('MALLOC_ARENA_MAX=1'), 'bin/prx-resolver sets MALLOC_ARENA_MAX=1');
+    }
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
+
+/** The test's environment without MALLOC_ARENA_MAX, so the shim's own default is what is seen. */
+function withoutMallocArenaMax(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env['MALLOC_ARENA_MAX'];
+  return env;
+}
