@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import * as http from 'node:http';
-import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { SocketOptionsConfig } from '../config/resolver-config.js';
 import { errorMessage } from '../core/errors.js';
@@ -198,7 +197,8 @@ export class AdminServer {
     ]);
     const clientAuth = ca !== undefined;
     return this.#applyTimeout(
-      https.createServer({ ...serverOptions, cert, key, ...(clientAuth ? { ca, requestCert: true, rejectUnauthorized: true } : {}) }, listener),
+      // node:https is loaded only by an admin server that terminates TLS.
+      process.getBuiltinModule('node:https').createServer({ ...serverOptions, cert, key, ...(clientAuth ? { ca, requestCert: true, rejectUnauthorized: true } : {}) }, listener),
     );
   }
 

@@ -1,6 +1,5 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { type PeerCertificate, checkServerIdentity } from 'node:tls';
+import type { PeerCertificate } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -155,11 +154,12 @@ export class ControllerWatch {
         agent: false,
       } as const;
       const req = tls
-        ? httpsRequest({
+        ? process.getBuiltinModule('node:https').request({
             ...options,
             servername: tls.commonName,
             ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-            checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(tls.commonName, cert),
+            checkServerIdentity: (_host: string, cert: PeerCertificate) =>
+              process.getBuiltinModule('node:tls').checkServerIdentity(tls.commonName, cert),
           })
         : httpRequest(options);
       req.on('error', reject);

@@ -3,7 +3,6 @@
  * 32/40-byte serialization as Linkerd's `l5d-ctx-trace`), trace records, tracers, and the global
  * switch behind `/admin/tracing`.
  */
-import { randomFillSync } from 'node:crypto';
 import { PrxError } from '../core/errors.js';
 
 /** Trace flag bits (Finagle `Flags`). */
@@ -34,17 +33,11 @@ export interface TraceIdInit {
   readonly traceIdHigh?: bigint | undefined;
 }
 
-// Random ids come from a pooled array so a request costs two array reads, not a syscall; ids are
-// kept as 32-bit words (no BigInt on the request path: each BigInt op allocates).
-const randomWords = new Uint32Array(1024);
-let randomOffset = randomWords.length;
-
+// Trace ids need uniqueness, not secrecy (Finagle draws them from a plain PRNG too): Math.random
+// is V8's xorshift128+, seeded from the OS per process, and costs neither a syscall nor loading
+// node:crypto. Ids are kept as 32-bit words (no BigInt on the request path: each op allocates).
 function randomWord(): number {
-  if (randomOffset === randomWords.length) {
-    randomFillSync(randomWords);
-    randomOffset = 0;
-  }
-  return randomWords[randomOffset++] as number;
+  return (Math.random() * 0x1_0000_0000) >>> 0;
 }
 
 /** A random non-zero 64-bit id. */

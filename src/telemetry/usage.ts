@@ -8,7 +8,6 @@
  * request data. The builder copies whitelisted fields only and drops any "kind" string that does
  * not look like a kind, so a value planted in the wrong field cannot leak.
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, release, type } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -74,7 +73,7 @@ export interface UsageEnvironment {
 }
 
 /** Identifies this process in usage reports; random, stable for the process's lifetime. */
-const processUuid = randomUUID();
+let processUuid: string | undefined;
 
 /** Environment variables that betray a container orchestrator, checked in order. */
 const ORCHESTRATORS: readonly (readonly [variable: string, name: string])[] = [
@@ -106,7 +105,7 @@ export function buildUsagePayload(
   const containerManager = detectContainerManager(env);
   const orgId = summary.orgId?.trim();
   return {
-    pid: environment.pid ?? processUuid,
+    pid: environment.pid ?? (processUuid ??= process.getBuiltinModule('node:crypto').randomUUID()),
     ...(orgId ? { orgId } : {}),
     prxVersion: environment.version ?? prxVersion(),
     ...(containerManager ? { containerManager } : {}),

@@ -1,6 +1,4 @@
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
 import {
   encodeProfile,
   type Int64,
@@ -9,8 +7,6 @@ import {
   type PprofProfile,
   type PprofSample,
 } from './profile-proto.js';
-
-const gzipAsync = promisify(gzip);
 
 /** A V8 call frame (inspector `Runtime.CallFrame`); line and column are 0-based, -1 when unknown. */
 export interface CallFrame {
@@ -152,6 +148,9 @@ export class ProfileBuilder {
 
   /** The gzip-compressed profile, as `go tool pprof` reads it. */
   async encode(): Promise<Buffer> {
-    return gzipAsync(encodeProfile(this.build()));
+    // node:zlib is loaded when a profile is taken, not at start-up.
+    const { gzip } = process.getBuiltinModule('node:zlib');
+    const raw = encodeProfile(this.build());
+    return new Promise((resolve, reject) => gzip(raw, (err, out) => (err ? reject(err) : resolve(out))));
   }
 }

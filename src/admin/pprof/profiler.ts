@@ -1,4 +1,4 @@
-import { Session } from 'node:inspector/promises';
+import type { Session } from 'node:inspector/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ConflictError } from '../errors.js';
 import { monotonicMicros } from '../event-loop.js';
@@ -95,7 +95,9 @@ export class Profiler {
   async #exclusive<T>(run: (session: Session) => Promise<T>): Promise<T> {
     if (this.#busy) throw new ConflictError('a profile is already being taken; try again when it is done');
     this.#busy = true;
-    const session = new Session();
+    // node:inspector is loaded for the first profile, not at start-up.
+    const { Session: InspectorSession } = process.getBuiltinModule('node:inspector/promises');
+    const session = new InspectorSession();
     session.connect();
     try {
       return await run(session);

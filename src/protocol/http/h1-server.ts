@@ -5,7 +5,7 @@
  * accepting and lets each connection finish its current exchange.
  */
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
-import { createServer as createTlsServer, type TlsOptions } from 'node:tls';
+import type { TlsOptions } from 'node:tls';
 import { ServerConnection, type ConnectionOwner, type ServerCallbacks, type ServerConnectionOptions } from './h1-server-connection.js';
 
 export type { ServerCallbacks, ServerConnectionOptions } from './h1-server-connection.js';
@@ -30,7 +30,8 @@ export class H1Server implements ConnectionOwner {
     if (tls === undefined) {
       this.#server = createNetServer({ allowHalfOpen: true, noDelay: true }, (socket) => this.#accept(socket));
     } else {
-      const server = createTlsServer({ ...tls, allowHalfOpen: true });
+      // node:tls is loaded only by a server that terminates TLS.
+      const server = process.getBuiltinModule('node:tls').createServer({ ...tls, allowHalfOpen: true });
       server.on('secureConnection', (socket: Socket) => {
         socket.setNoDelay(true);
         this.#accept(socket);

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { createGzip, createDeflate, type Gzip, type Deflate } from 'node:zlib';
+import type { Gzip, Deflate } from 'node:zlib';
 
 /** Level Finagle uses when `compressionLevel` is -1 (its default). */
 const DEFAULT_LEVEL = 6;
@@ -30,5 +30,7 @@ export function compressorFor(
   delete resHeaders['content-length'];
   const vary = resHeaders['vary'];
   resHeaders['vary'] = vary === undefined ? 'accept-encoding' : `${String(vary)}, accept-encoding`;
-  return encoding === 'gzip' ? createGzip(z) : createDeflate(z);
+  // node:zlib is loaded on the first compressed response, not at start-up.
+  const zlib = process.getBuiltinModule('node:zlib');
+  return encoding === 'gzip' ? zlib.createGzip(z) : zlib.createDeflate(z);
 }

@@ -8,7 +8,6 @@
  * and the subject as Java's `X500Principal.getName()` prints it. When the option is off the header
  * is removed, so a client cannot forge it.
  */
-import { createHash } from 'node:crypto';
 import { childrenOf, DerError, elementHex, oidString, readNode, stringValue, Tag, type DerNode } from './der.js';
 import { X_FORWARDED_CLIENT_CERT } from './names.js';
 import type { HeaderMap } from './types.js';
@@ -121,6 +120,8 @@ const headerByCert = new WeakMap<object, string>();
 
 /** The `x-forwarded-client-cert` value of a DER certificate. */
 export function clientCertHeaderValue(der: Uint8Array): string {
+  // node:crypto is loaded on first use: most configurations never forward a client certificate.
+  const { createHash } = process.getBuiltinModule('node:crypto');
   let v = `Hash=${createHash('sha256').update(der).digest('hex').toUpperCase()}`;
   const id = certificateIdentity(der);
   for (const san of id.altNames) v += san.type === 'URI' ? `;SAN=${san.value}` : `;DNS=${san.value}`;
