@@ -18,6 +18,7 @@ export type UpgradeHandler = (req: InboundRequest, socket: Socket, head: Buffer)
 export const DEFAULT_OPTIONS: ServerConnectionOptions = {
   maxInitialLineBytes: 4096,
   maxHeaderBytes: 8192,
+  maxChunkBytes: 8192,
   headersTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5000,
 };

@@ -34,6 +34,11 @@ export interface ServerConnectionOptions extends HeadLimits {
   readonly headersTimeoutMs: number;
   /** How long an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
+  /**
+   * Largest piece of a chunked body handed on at once (`maxChunkKB`): a bigger chunk is split, as
+   * Netty's decoder splits it for Finagle, so the upstream sees chunks of at most this size.
+   */
+  readonly maxChunkBytes: number;
 }
 
 /** What a connection needs from its server. */
@@ -248,7 +253,7 @@ export class ServerConnection implements BodySource, ResponseHost {
         return true;
       }
       case CHUNK_DATA: {
-        const n = Math.min(this.#remaining, buf.length);
+        const n = Math.min(this.#remaining, buf.length, this.#owner.opts.maxChunkBytes);
         const piece = buf.subarray(0, n);
         this.#remaining -= n;
         if (this.#remaining === 0) this.#state = CHUNK_DATA_END;

@@ -4,6 +4,7 @@ import { addressKey, type Addr, type BoundName, type Closable } from '../../nami
 import type { Balancer, BalancerFactory } from '../../service/balancer/types.js';
 import { RetryBudget } from '../../service/policy/index.js';
 import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
+import { ExceptionCounters, transportError } from '../../service/stats/exception-stats.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { ProxyError } from '../../protocol/http/headers/proxy-errors.js';
 import { NoBrokersAvailableError } from '../binding.js';
@@ -96,6 +97,7 @@ interface ClientCounters {
   readonly requests: Counter;
   readonly success: Counter;
   readonly failures: Counter;
+  readonly failureClasses: ExceptionCounters;
   readonly latency: Histogram;
 }
 
@@ -115,6 +117,8 @@ export class HttpClient implements Closable {
   readonly #observation: Closable;
   readonly #counters: ClientCounters;
   readonly #requeues: Counter;
+  /** `exn/<class>`: socket errors on established connections (Finagle's channel stats). */
+  readonly #exn: ExceptionCounters;
   readonly #requeueExhausted: Counter;
   readonly #removals: Counter;
   readonly #revivals: Counter;
@@ -138,6 +142,7 @@ export class HttpClient implements Closable {
     this.#counters = counters(stats);
     this.#statuses = new StatusCodeCounters(stats);
     this.#requeues = stats.counter('retries', 'requeues');
+    this.#exn = new ExceptionCounters(stats, 'exn');
     this.#requeueExhausted = stats.counter('retries', 'budget_exhausted');
     this.#removals = stats.counter('failure_accrual', 'removals');
     this.#revivals = stats.counter('failure_accrual', 'revivals');
@@ -231,6 +236,9 @@ export class HttpClient implements Closable {
         const connectFailure = handle.cancelled === undefined && isRequeueable(e, exchange);
         this.#counters.requests.incr();
         this.#counters.failures.incr();
+        this.#counters.failureClasses.record(e);
+        const transport = transportError(e);
+        if (transport !== undefined) this.#exn.recordOuter(transport);
         // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
         if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
         if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
@@ -259,6 +267,10 @@ export class HttpClient implements Closable {
     const s = this.#serviceCounters(service);
     s.requests.incr();
     (success ? s.success : s.failures).incr();
+    if (!success) {
+      c.failureClasses.recordSynthetic();
+      s.failureClasses.recordSynthetic();
+    }
     s.latency.add(latency);
     this.#statuses.record(attempt.exchange.status);
     this.recordOutcome(attempt.endpoint, success, latency);
@@ -348,6 +360,7 @@ function counters(stats: StatsReceiver): ClientCounters {
     requests: stats.counter('requests'),
     success: stats.counter('success'),
     failures: stats.counter('failures'),
+    failureClasses: new ExceptionCounters(stats),
     latency: stats.stat('request_latency_ms'),
   };
 }

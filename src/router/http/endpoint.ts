@@ -86,6 +86,11 @@ export class Endpoint implements BalancerNode {
   /** TLS endpoints, and upgrade requests: undici, made on first use. */
   #pool: Undici.Pool | undefined;
   readonly #opts: EndpointOptions;
+  /**
+   * Per-request TLS server name: undici otherwise takes it from each request's Host header, which
+   * names the logical service, not the certificate `commonName` expects.
+   */
+  readonly #servername: string | undefined;
   #closed = false;
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
   #failFastUntil = 0;
@@ -99,6 +104,7 @@ export class Endpoint implements BalancerNode {
     this.key = addressKey(address);
     this.weight = address.weight > 0 ? address.weight : 1;
     this.#opts = opts;
+    this.#servername = opts.tls?.servername;
     this.accrual = new FailureAccrualState(opts.accrual());
     this.#h1 =
       opts.tls === undefined
@@ -181,16 +187,16 @@ export class Endpoint implements BalancerNode {
       h1.dispatch(req, ex);
       return ex;
     }
-    this.#undici().dispatch(
-      {
-        path: req.path,
-        method: req.method,
-        headers: req.headers,
-        body: req.body,
-        upgrade: req.upgrade,
-      },
-      ex,
-    );
+    // `servername` is a dispatch option undici reads but does not declare.
+    const options: Undici.Dispatcher.DispatchOptions & { servername?: string } = {
+      path: req.path,
+      method: req.method,
+      headers: req.headers,
+      body: req.body,
+      upgrade: req.upgrade,
+    };
+    if (this.#servername !== undefined) options.servername = this.#servername;
+    this.#undici().dispatch(options, ex);
     return ex;
   }
 

@@ -2,6 +2,7 @@ import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.j
 import type { Socket } from 'node:net';
 import type { InboundRequest, InboundResponse, RequestHeadError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1-server.js';
 import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
+import { ExceptionCounters } from '../../service/stats/exception-stats.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle } from './endpoint.js';
@@ -18,6 +19,10 @@ interface ServerCounters {
   readonly requests: Counter;
   readonly success: Counter;
   readonly failures: Counter;
+  /** `failures/<class>`: errors are already responses here, so only the synthetic class (as in Linkerd). */
+  readonly failureClasses: ExceptionCounters;
+  /** `exn/<class>`: socket errors on accepted (downstream) connections (Finagle's channel stats). */
+  readonly exn: ExceptionCounters;
   readonly latency: Histogram;
   readonly pending: SettableGauge;
   readonly connections: SettableGauge;
@@ -48,6 +53,7 @@ export class HttpServerHandler implements ServerCallbacks {
   readonly forwarded: ((ctx: RequestContext) => void) | undefined;
   readonly #forwardedHeader: ForwardedHeader | undefined;
   readonly #forwardedBySocket = new WeakMap<object, ForwardedConnection>();
+  readonly #onSocketError = (err: Error): void => this.#c?.exn.recordOuter(err);
 
   constructor(router: HttpRouter, cfg: HttpServerConfig) {
     this.router = router;
@@ -56,6 +62,7 @@ export class HttpServerHandler implements ServerCallbacks {
     this.serverOptions = {
       maxInitialLineBytes: rc.maxInitialLineKB * 1024,
       maxHeaderBytes: rc.maxHeadersKB * 1024,
+      maxChunkBytes: rc.maxChunkKB * 1024,
       headersTimeoutMs: HEADERS_TIMEOUT_MS,
       keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
     };
@@ -81,6 +88,7 @@ export class HttpServerHandler implements ServerCallbacks {
     const sockets = this.sockets;
     sockets.add(socket);
     this.#c?.connections.add(1);
+    socket.on('error', this.#onSocketError);
     socket.once('close', () => {
       sockets.delete(socket);
       this.#c?.connections.add(-1);
@@ -96,6 +104,8 @@ export class HttpServerHandler implements ServerCallbacks {
       requests: scope.counter('requests'),
       success: scope.counter('success'),
       failures: scope.counter('failures'),
+      failureClasses: new ExceptionCounters(scope),
+      exn: new ExceptionCounters(scope, 'exn'),
       latency: scope.stat('request_latency_ms'),
       pending: scope.settableGauge('pending'),
       connections: scope.settableGauge('connections'),
@@ -140,6 +150,7 @@ export class HttpServerHandler implements ServerCallbacks {
     if (c !== undefined) {
       c.pending.add(-1);
       (success ? c.success : c.failures).incr();
+      if (!success) c.failureClasses.recordSynthetic();
       c.latency.add(performance.now() - ctx.started);
       if (status > 0) {
         c.statuses.record(status);
@@ -198,7 +209,7 @@ export class HttpServerHandler implements ServerCallbacks {
     } catch (err) {
       // A response head that could not be written (node refused a header): free its connection.
       if (ctx.served !== undefined && ctx.res?.headersSent === false) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
-      ctx.service?.record(false, performance.now() - ctx.started);
+      ctx.service?.record(false, performance.now() - ctx.started, err);
       const e = renderProxyError(ctx, err);
       writeErrorResponse(ctx, e);
     } finally {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { PrxError } from '../../core/errors.js';
 import type { KindConfig } from '../../config/index.js';
 import { clientParamDefaults, serviceParamDefaults, type BackoffConfig, type ClientPolicyConfig, type ServicePolicyConfig } from '../../config/index.js';
 import { readPath } from '../../naming/index.js';
@@ -108,18 +109,9 @@ export class HttpParams {
 function clientTls(cfg: RawClientParams['tls'], vars: Readonly<Record<string, string>>, id: string): EndpointTls | undefined {
   if (cfg === undefined) return undefined;
   if ('kind' in cfg) {
-    const k = cfg as KindConfig & { commonName?: string; caCertPath?: string; names?: { prefix: string; commonNamePattern: string }[] };
+    const k = cfg as KindConfig & { commonName?: string; caCertPath?: string };
     if (k.kind === 'io.prx.noValidation') return { servername: undefined, ca: undefined, rejectUnauthorized: false };
-    if (k.kind === 'io.prx.boundPath') {
-      const path = readPath(id);
-      for (const n of k.names ?? []) {
-        const m = PathMatcher.parse(n.prefix).match(path);
-        if (m !== undefined) {
-          return { servername: PathMatcher.substitute(n.commonNamePattern, m), ca: readCa(k.caCertPath), rejectUnauthorized: true };
-        }
-      }
-      return { servername: undefined, ca: readCa(k.caCertPath), rejectUnauthorized: true };
-    }
+    if (k.kind === 'io.prx.boundPath') return boundPathTls(cfg as KindConfig & BoundPathTlsConfig, id);
     return { servername: k.commonName, ca: readCa(k.caCertPath), rejectUnauthorized: true };
   }
   const plain = cfg;
@@ -128,6 +120,38 @@ function clientTls(cfg: RawClientParams['tls'], vars: Readonly<Record<string, st
     ca: readCa(plain.caCertPath),
     rejectUnauthorized: !plain.disableValidation,
   };
+}
+
+interface BoundPathTlsConfig {
+  readonly caCertPath?: string;
+  readonly names: readonly { readonly prefix: string; readonly commonNamePattern: string }[];
+  readonly strict: boolean;
+}
+
+/**
+ * `io.prx.boundPath`: the first `names` prefix matching the bound id gives the expected server
+ * name. With none matching, Linkerd's `strict` (the default) refuses to build the client rather
+ * than guess a name; `strict: false` talks plaintext to that id.
+ */
+function boundPathTls(cfg: BoundPathTlsConfig, id: string): EndpointTls | undefined {
+  const path = readPath(id);
+  for (const n of cfg.names) {
+    const m = PathMatcher.parse(n.prefix).match(path);
+    if (m !== undefined) {
+      return { servername: PathMatcher.substitute(n.commonNamePattern, m), ca: readCa(cfg.caCertPath), rejectUnauthorized: true };
+    }
+  }
+  if (cfg.strict) throw new UnmatchedBoundPathError(id);
+  return undefined;
+}
+
+/** A strict `io.prx.boundPath` client TLS has no `names` prefix matching the client's bound id. */
+export class UnmatchedBoundPathError extends PrxError {
+  readonly id: string;
+  constructor(id: string) {
+    super('PRX_ERR_CLIENT_TLS_NO_NAME', `io.prx.boundPath: no names prefix matches ${id} (strict)`);
+    this.id = id;
+  }
 }
 
 const caCache = new Map<string, Buffer>();

@@ -3,6 +3,7 @@ import type { BoundName, Closable, Dtab } from '../../naming/index.js';
 import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
 import { NO_BACKOFF, RetryBudget, type Backoff, type BackoffStream } from '../../service/policy/index.js';
 import type { Counter, Histogram, StatsReceiver } from '../../service/stats/index.js';
+import { ExceptionCounters } from '../../service/stats/exception-stats.js';
 import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
 import type { Lease } from '../cache.js';
 import type { Attempt, HttpClient } from './client.js';
@@ -37,6 +38,7 @@ interface ServiceCounters {
   readonly requests: Counter;
   readonly success: Counter;
   readonly failures: Counter;
+  readonly failureClasses: ExceptionCounters;
   readonly latency: Histogram;
   readonly retriesTotal: Counter;
   readonly retriesPerRequest: Histogram;
@@ -83,6 +85,7 @@ export class PathService implements Closable {
       requests: s.counter('requests'),
       success: s.counter('success'),
       failures: s.counter('failures'),
+      failureClasses: new ExceptionCounters(s),
       latency: s.stat('request_latency_ms'),
       retriesTotal: s.counter('retries', 'total'),
       retriesPerRequest: s.stat('retries', 'per_request'),
@@ -169,11 +172,18 @@ export class PathService implements Closable {
     }
   }
 
-  /** Records the request's final outcome in the service stats. */
-  record(success: boolean, latencyMs: number): void {
+  /**
+   * Records the request's final outcome in the service stats; a failure is broken down by
+   * `error`'s class chain, or counted as a classified response when there is no error.
+   */
+  record(success: boolean, latencyMs: number, error?: unknown): void {
     const c = this.#c;
     c.requests.incr();
     (success ? c.success : c.failures).incr();
+    if (!success) {
+      if (error === undefined) c.failureClasses.recordSynthetic();
+      else c.failureClasses.record(error);
+    }
     c.latency.add(latencyMs);
   }
 

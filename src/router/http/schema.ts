@@ -59,7 +59,8 @@ export const httpRouterSchema = z.strictObject({
   httpAccessLogRollPolicy: rollPolicy.default('Never'),
   httpAccessLogAppend: z.boolean().default(true),
   httpAccessLogRotateCount: intInRange(-1, 2147483647).default(-1),
-  maxChunkKB: kilobytes.default(8),
+  // At least 1: chunks are split into pieces of this size (Netty refuses 0 as well).
+  maxChunkKB: intInRange(1, 2_097_151).default(8),
   maxHeadersKB: kilobytes.default(8),
   maxInitialLineKB: kilobytes.default(4),
   maxRequestKB: kilobytes.default(5120),
