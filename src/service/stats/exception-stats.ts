@@ -49,29 +49,21 @@ interface ChainNode {
  */
 export class ExceptionCounters {
   readonly #stats: StatsReceiver;
-  readonly #label: string;
+  readonly #label: readonly string[];
   readonly #roots = new Map<string, ChainNode>();
-  #synthetic: Counter | undefined;
 
   constructor(stats: StatsReceiver, label = 'failures') {
     this.#stats = stats;
-    this.#label = label;
+    this.#label = [label];
   }
 
   /** Counts `err` and each of its causes (`err.cause`, …) as deeper segments. */
   record(err: unknown): void {
     let level = this.#roots;
-    let parent: readonly string[] = [this.#label];
+    let parent = this.#label;
     let e: unknown = err;
     for (let depth = 0; depth <= MAX_CAUSE_DEPTH; depth++) {
-      const name = exceptionName(e);
-      let node = level.get(name);
-      if (node === undefined) {
-        const path = [...parent, name];
-        node = { counter: this.#stats.counter(...path), path, causes: new Map() };
-        level.set(name, node);
-      }
-      node.counter.incr();
+      const node = this.#count(level, parent, exceptionName(e));
       e = typeof e === 'object' && e !== null ? (e as { cause?: unknown }).cause : undefined;
       if (e === undefined || e === null) return;
       level = node.causes;
@@ -81,19 +73,24 @@ export class ExceptionCounters {
 
   /** Counts only the outermost error (Finagle's transport `exn/<class>`, which ignores causes). */
   recordOuter(err: unknown): void {
-    const name = exceptionName(err);
-    let node = this.#roots.get(name);
-    if (node === undefined) {
-      const path = [this.#label, name];
-      node = { counter: this.#stats.counter(...path), path, causes: new Map() };
-      this.#roots.set(name, node);
-    }
-    node.counter.incr();
+    this.#count(this.#roots, this.#label, exceptionName(err));
   }
 
   /** A response classified as a failure, with no exception: {@link SYNTHETIC_FAILURE_NAME}. */
   recordSynthetic(): void {
-    (this.#synthetic ??= this.#stats.counter(this.#label, SYNTHETIC_FAILURE_NAME)).incr();
+    this.#count(this.#roots, this.#label, SYNTHETIC_FAILURE_NAME);
+  }
+
+  /** Increments the counter `name` under `parent`, made on first sight and kept in `level`. */
+  #count(level: Map<string, ChainNode>, parent: readonly string[], name: string): ChainNode {
+    let node = level.get(name);
+    if (node === undefined) {
+      const path = [...parent, name];
+      node = { counter: this.#stats.counter(...path), path, causes: new Map() };
+      level.set(name, node);
+    }
+    node.counter.incr();
+    return node;
   }
 }
 
