@@ -86,11 +86,6 @@ export class Endpoint implements BalancerNode {
   /** TLS endpoints, and upgrade requests: undici, made on first use. */
   #pool: Undici.Pool | undefined;
   readonly #opts: EndpointOptions;
-  /**
-   * Per-request TLS server name: undici otherwise takes it from each request's Host header, which
-   * names the logical service, not the certificate `commonName` expects.
-   */
-  readonly #servername: string | undefined;
   #closed = false;
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
   #failFastUntil = 0;
@@ -104,7 +99,6 @@ export class Endpoint implements BalancerNode {
     this.key = addressKey(address);
     this.weight = address.weight > 0 ? address.weight : 1;
     this.#opts = opts;
-    this.#servername = opts.tls?.servername;
     this.accrual = new FailureAccrualState(opts.accrual());
     this.#h1 =
       opts.tls === undefined
@@ -187,7 +181,9 @@ export class Endpoint implements BalancerNode {
       h1.dispatch(req, ex);
       return ex;
     }
-    // `servername` is a dispatch option undici reads but does not declare.
+    // TLS server name per request: undici otherwise takes it from the Host header, which names
+    // the logical service, not the certificate `commonName` expects. (undici reads this option
+    // but does not declare it.)
     const options: Undici.Dispatcher.DispatchOptions & { servername?: string } = {
       path: req.path,
       method: req.method,
@@ -195,7 +191,8 @@ export class Endpoint implements BalancerNode {
       body: req.body,
       upgrade: req.upgrade,
     };
-    if (this.#servername !== undefined) options.servername = this.#servername;
+    const servername = this.#opts.tls?.servername;
+    if (servername !== undefined) options.servername = servername;
     this.#undici().dispatch(options, ex);
     return ex;
   }
