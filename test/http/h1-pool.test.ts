@@ -1,6 +1,6 @@
 // The lean HTTP/1.1 client (src/protocol/http/h1-pool.ts, h1-connection.ts) against raw TCP servers on 127.0.0.1:
 // framing (content-length, chunked split anywhere, close-delimited, bodiless), keep-alive reuse,
-// pooling limits, pause/resume, request bodies, and every way an upstream can misbehave.
+// pooling limits, session limits (idle and life time), pause/resume, request bodies, and every way an upstream can misbehave.
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -12,17 +12,22 @@ import { H1Pool, type ExchangeController, type ExchangeHandler, type H1Request }
 interface Seen {
   /** Raw request bytes of each connection, in accept order. */
   readonly connections: string[];
+  /** Connections the server saw close. */
+  closed: number;
 }
 
 const servers: Server[] = [];
 const rawSockets = new Map<number, Socket[]>();
-after(() => {
+/** Every pool made, destroyed at the end: a test that fails before its own destroy must not hold the process open. */
+const pools: H1Pool[] = [];
+after(async () => {
+  for (const p of pools) await p.destroy();
   for (const s of servers) s.close();
 });
 
 /** A raw server: `reply(requestText, socket, index)` answers each complete request head (and body, if sized). */
 async function rawServer(reply: (request: string, socket: Socket, n: number) => void): Promise<{ port: number; seen: Seen }> {
-  const seen: Seen = { connections: [] };
+  const seen: Seen = { connections: [], closed: 0 };
   let n = 0;
   const server = createServer((socket) => {
     const port = (server.address() as AddressInfo).port;
@@ -52,6 +57,7 @@ async function rawServer(reply: (request: string, socket: Socket, n: number) => 
       }
     });
     socket.on('error', () => {});
+    socket.on('close', () => seen.closed++);
   });
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -59,7 +65,7 @@ async function rawServer(reply: (request: string, socket: Socket, n: number) => 
 }
 
 function pool(port: number, extra: Partial<ConstructorParameters<typeof H1Pool>[0]> = {}): H1Pool {
-  return new H1Pool({
+  const p = new H1Pool({
     host: '127.0.0.1',
     port,
     maxConnections: null,
@@ -69,6 +75,8 @@ function pool(port: number, extra: Partial<ConstructorParameters<typeof H1Pool>[
     connectTimeoutMs: 2000,
     ...extra,
   });
+  pools.push(p);
+  return p;
 }
 
 /** An exchange handler that records everything; `pauseOnData` pauses after each chunk. */
@@ -448,6 +456,138 @@ describe('h1 client: misbehaving upstreams', () => {
     assert.equal((await send(p)).body, 'ok');
     await sleep(20);
     assert.equal(p.connected, 0);
+    assert.equal((await send(p)).body, 'ok');
+    assert.equal(seen.connections.length, 2);
+    await p.destroy();
+  });
+});
+
+/** Blocks the event loop for `ms`, so no timer can run before the next synchronous step. */
+function blockFor(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
+
+/** Polls `pred` every 5 ms; fails after `ms`. Returns when it first held (epoch ms). */
+async function until(pred: () => boolean, what: string, ms = 3000): Promise<number> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(5);
+  }
+  return Date.now();
+}
+
+describe('h1 client: session limits (hostConnectionPool idle time, clientSession idle and life time)', () => {
+  const ok = (_req: string, s: Socket): void => {
+    s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+  };
+
+  it('the pool idle time closes connections above minConnections only; the session idle time closes the rest', async () => {
+    const { port, seen } = await rawServer(ok);
+    const p = pool(port, { minConnections: 1, keepAliveTimeoutMs: 100, sessionIdleTimeMs: 600 });
+    // Two at once: two connections.
+    const a = new Recorder();
+    const b = new Recorder();
+    p.dispatch(GET, a);
+    p.dispatch(GET, b);
+    await Promise.all([a.done, b.done]);
+    const idleFrom = Date.now();
+    assert.equal(seen.connections.length, 2);
+    assert.equal(p.connected, 2);
+    await until(() => seen.closed === 1, 'the connection above minConnections to close');
+    await sleep(200);
+    assert.equal(p.connected, 1, 'the minConnections one outlives the pool idle time');
+    assert.equal(seen.closed, 1);
+    const closedAt = await until(() => seen.closed === 2, 'the session idle time to close the last one');
+    // Not at the pool idle time: at the session idle time (the margin covers the release → idleFrom gap).
+    assert.ok(closedAt - idleFrom >= 550, `closed after ${closedAt - idleFrom} ms idle, not after 600`);
+    assert.equal(p.connected, 0);
+    assert.equal((await send(p)).body, 'ok');
+    assert.equal(seen.connections.length, 3, 'the next request opens a new connection');
+    await p.destroy();
+  });
+
+  it('without a session idle time, minConnections connections stay open past the pool idle time', async () => {
+    const { port, seen } = await rawServer(ok);
+    const p = pool(port, { minConnections: 1, keepAliveTimeoutMs: 50 });
+    await send(p);
+    await sleep(400);
+    assert.equal(p.connected, 1);
+    assert.equal(seen.closed, 0);
+    await send(p);
+    assert.equal(seen.connections.length, 1, 'reused');
+    await p.destroy();
+  });
+
+  it('the session idle time counts idle time only: use restarts it, and a slow exchange is not idle', async () => {
+    const { port, seen } = await rawServer((req, s) => {
+      if (req.includes('/slow')) setTimeout(() => ok(req, s), 600);
+      else ok(req, s);
+    });
+    const p = pool(port, { sessionIdleTimeMs: 400 });
+    await send(p);
+    await sleep(150);
+    await send(p);
+    await sleep(150);
+    const slow = await send(p, { ...GET, path: '/slow' });
+    assert.equal(slow.error, undefined);
+    assert.equal(slow.status, 200);
+    await send(p);
+    assert.equal(seen.connections.length, 1, 'one connection throughout: never idle 400 ms');
+    assert.equal(seen.closed, 0);
+    await until(() => seen.closed === 1, 'the idle connection to close');
+    assert.equal(p.connected, 0);
+    await p.destroy();
+  });
+
+  it('a connection past its session idle time is never checked out, even before the sweep ran', async () => {
+    const { port, seen } = await rawServer(ok);
+    const p = pool(port, { minConnections: 1, sessionIdleTimeMs: 100 });
+    await send(p);
+    blockFor(150);
+    // Dispatched before any timer could run: the expired connection is skipped, not used.
+    assert.equal((await send(p)).body, 'ok');
+    assert.equal(seen.connections.length, 2);
+    await until(() => seen.closed === 1, 'the skipped connection to close');
+    await p.destroy();
+  });
+
+  it('the life time never cuts an exchange: it completes, then the connection closes and the next request opens a new one', async () => {
+    const { port, seen } = await rawServer((req, s) => {
+      if (req.includes('/slow')) setTimeout(() => ok(req, s), 400);
+      else ok(req, s);
+    });
+    const p = pool(port, { lifeTimeMs: 150 });
+    const slow = await send(p, { ...GET, path: '/slow' });
+    assert.equal(slow.error, undefined);
+    assert.equal(slow.status, 200);
+    assert.equal(slow.body, 'ok');
+    assert.equal(p.connected, 0, 'closed on completion: past its life time');
+    await until(() => seen.closed === 1, 'the server to see the close');
+    assert.equal((await send(p)).body, 'ok');
+    assert.equal(seen.connections.length, 2);
+    await p.destroy();
+  });
+
+  it('the life time closes an idle connection, minConnections included, when it is reached', async () => {
+    const { port, seen } = await rawServer(ok);
+    const born = Date.now();
+    const p = pool(port, { minConnections: 1, lifeTimeMs: 300 });
+    await send(p);
+    await send(p);
+    assert.equal(seen.connections.length, 1);
+    const closedAt = await until(() => seen.closed === 1, 'the connection to reach its life time');
+    assert.ok(closedAt - born >= 300, `closed at ${closedAt - born} ms, not before 300`);
+    assert.equal(p.connected, 0);
+    await p.destroy();
+  });
+
+  it('a connection past its life time is never checked out, even before the sweep ran', async () => {
+    const { port, seen } = await rawServer(ok);
+    const p = pool(port, { lifeTimeMs: 100 });
+    await send(p);
+    blockFor(150);
     assert.equal((await send(p)).body, 'ok');
     assert.equal(seen.connections.length, 2);
     await p.destroy();

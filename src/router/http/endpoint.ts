@@ -15,8 +15,11 @@ export interface EndpointOptions {
   readonly maxWaiters: number;
   /** `hostConnectionPool.minSize`: connections kept open however long they sit idle. */
   readonly minConnections: number;
+  /** `hostConnectionPool.idleTimeMs`: idle time of the connections above `minConnections`. */
   readonly keepAliveTimeoutMs: number;
   readonly keepAliveMaxTimeoutMs: number;
+  /** `clientSession.idleTimeMs`: any connection idle this long closes, `minConnections` ones too; null: forever. */
+  readonly sessionIdleTimeMs: number | null;
   readonly lifeTimeMs: number | null;
   readonly maxHeaderBytes: number;
   readonly maxResponseBytes: number;
@@ -108,6 +111,7 @@ export class Endpoint implements BalancerNode {
             maxConnections: opts.maxConnections,
             minConnections: opts.minConnections,
             keepAliveTimeoutMs: opts.keepAliveTimeoutMs,
+            sessionIdleTimeMs: opts.sessionIdleTimeMs,
             lifeTimeMs: opts.lifeTimeMs,
             maxHeaderBytes: opts.maxHeaderBytes,
             connectTimeoutMs: opts.connectTimeoutMs,
@@ -122,7 +126,8 @@ export class Endpoint implements BalancerNode {
     this.#pool = new (undici().Pool)(`${scheme}://${this.key}`, {
       connections: opts.maxConnections,
       pipelining: 1,
-      keepAliveTimeout: opts.keepAliveTimeoutMs,
+      // undici has no minSize: every connection is subject to both idle times.
+      keepAliveTimeout: opts.sessionIdleTimeMs === null ? opts.keepAliveTimeoutMs : Math.min(opts.keepAliveTimeoutMs, opts.sessionIdleTimeMs),
       keepAliveMaxTimeout: opts.keepAliveMaxTimeoutMs,
       clientTtl: opts.lifeTimeMs,
       maxHeaderSize: opts.maxHeaderBytes,

@@ -69,15 +69,20 @@ export class HttpParams {
     const { params: p, vars } = this.#clients.resolve(readPath(id));
     const pool = p.hostConnectionPool;
     const session = p.clientSession;
-    const idle = session.idleTimeMs ?? pool.idleTimeMs;
+    // Two different limits (Finagle's pool idle time spares minSize connections; its session idle
+    // time, below the pool, closes any connection): the h1 pool gets each; undici, with no minSize,
+    // only ever applies the shorter one.
+    const sessionIdle = session.idleTimeMs ?? null;
+    const anyIdle = sessionIdle === null ? pool.idleTimeMs : Math.min(sessionIdle, pool.idleTimeMs ?? Infinity);
     return {
       client: {
         endpoint: {
           maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
           maxWaiters: pool.maxWaiters,
           minConnections: pool.minSize,
-          keepAliveTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
-          keepAliveMaxTimeoutMs: idle ?? FOREVER_KEEPALIVE_MS,
+          keepAliveTimeoutMs: pool.idleTimeMs ?? FOREVER_KEEPALIVE_MS,
+          keepAliveMaxTimeoutMs: anyIdle ?? FOREVER_KEEPALIVE_MS,
+          sessionIdleTimeMs: sessionIdle,
           lifeTimeMs: session.lifeTimeMs ?? null,
           maxHeaderBytes: this.#limits.maxHeaderBytes,
           maxResponseBytes: this.#limits.maxResponseBytes,
