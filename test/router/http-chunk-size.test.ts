@@ -1,6 +1,6 @@
 // Issue #4 item 7, `maxChunkKB`: a chunk bigger than the limit is split on its way through the
-// router, as Netty's decoder splits it for Finagle; the far side sees chunks of at most that size
-// and the same bytes. A raw backend and a raw client read the chunk framing itself.
+// router, both ways, as Netty's decoder splits it for Finagle; the far side sees chunks of at most
+// that size and the same bytes. A raw backend and a raw client read the chunk framing itself.
 import assert from 'node:assert/strict';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -87,6 +87,21 @@ describe('maxChunkKB splits big chunks', () => {
     assert.equal(sizes.reduce((a, b) => a + b, 0), BODY_BYTES, text);
     assert.ok(sizes.every((n) => n > 0 && n <= 8192), `chunk sizes ${text}`);
     assert.ok(sizes.length >= 3, `chunk sizes ${text}`);
+  });
+
+  it('splits a chunked response body into chunks of at most maxChunkKB for the client', async () => {
+    const socket = connect(rt.port, '127.0.0.1');
+    socket.write('GET / HTTP/1.1\r\nhost: web\r\n\r\n');
+    const sizes = await readUntil(socket, (buf) => {
+      const end = buf.indexOf('\r\n\r\n');
+      if (end < 0) return undefined;
+      assert.match(buf.toString('latin1', 0, end), /transfer-encoding: chunked/i);
+      return chunkSizes(buf, end + 4);
+    });
+    socket.destroy();
+    assert.equal(sizes.reduce((a, b) => a + b, 0), BODY_BYTES, sizes.join(','));
+    assert.ok(sizes.every((n) => n > 0 && n <= 8192), `chunk sizes ${sizes.join(',')}`);
+    assert.ok(sizes.length >= 3, `chunk sizes ${sizes.join(',')}`);
   });
 });
 

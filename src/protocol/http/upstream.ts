@@ -4,12 +4,33 @@ import type { Dispatcher } from 'undici';
 import { PrxError } from '../../core/errors.js';
 import type { ExchangeController, ExchangeHandler } from './h1-exchange.js';
 
-/** The upstream response exceeded `maxResponseKB` (a non-chunked body announced as too large). */
+/**
+ * The upstream response exceeded `maxResponseKB`: a body announced as too large, or (when
+ * responses are aggregated) one that grew past the limit as it arrived.
+ */
 export class ResponseTooLargeError extends PrxError {
-  constructor(limit: number, length: number) {
-    super('PRX_ERR_RESPONSE_TOO_LARGE', `response of ${length} bytes exceeds the limit of ${limit} bytes`);
+  constructor(limit: number, length: number | undefined) {
+    super(
+      'PRX_ERR_RESPONSE_TOO_LARGE',
+      length === undefined ? `response body exceeds the limit of ${limit} bytes` : `response of ${length} bytes exceeds the limit of ${limit} bytes`,
+    );
   }
 }
+
+/** How an exchange treats the response body (one object per client, shared by its exchanges). */
+export interface ResponseBodyLimits {
+  /** `maxResponseKB` in bytes: a larger announced body fails the exchange. */
+  readonly maxResponseBytes: number;
+  /**
+   * Without streaming (`streamingEnabled: false`), the body is read whole before the head is
+   * delivered, and forwarded with a Content-Length; past `maxResponseBytes` the exchange fails.
+   */
+  readonly aggregate: boolean;
+  /** `maxChunkKB` in bytes: a chunked body is passed on in pieces no larger than this. */
+  readonly maxChunkBytes: number;
+}
+
+const UNLIMITED: ResponseBodyLimits = { maxResponseBytes: Infinity, aggregate: false, maxChunkBytes: Infinity };
 
 /** Where a streamed response body goes once the router forwards it (a ServerResponse fits). */
 export interface BodySink {
@@ -54,12 +75,17 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
   #held: Buffer[] | null = null;
   #ended = false;
   #onDone: ((ex: UpstreamExchange) => void) | undefined;
-  readonly #maxResponseBytes: number;
+  readonly #limits: ResponseBodyLimits;
+  /** Pieces of a chunked body are cut to this size (Infinity: passed on as read). */
+  #splitAt = Infinity;
+  /** While the body is being aggregated (head not yet delivered): the bytes held so far. */
+  #aggregated = -1;
   /** Resumes reading once a slow sink drains; made on the first backpressure, not per exchange. */
   #resumeBound: (() => void) | undefined;
+  #resumeWaiting = false;
 
-  constructor(maxResponseBytes = Infinity, onDone?: (ex: UpstreamExchange) => void) {
-    this.#maxResponseBytes = maxResponseBytes;
+  constructor(limits: ResponseBodyLimits = UNLIMITED, onDone?: (ex: UpstreamExchange) => void) {
+    this.#limits = limits;
     this.#onDone = onDone;
     this.head = new Promise<UpstreamExchange>((resolve, reject) => {
       this.#resolve = resolve;
@@ -110,13 +136,22 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
     this.responded = true;
     this.status = statusCode;
     this.headers = headers;
+    const limits = this.#limits;
     const length = headers['content-length'];
-    if (length !== undefined && this.#maxResponseBytes !== Infinity) {
-      const n = Number(length);
-      if (n > this.#maxResponseBytes) {
-        controller.abort(new ResponseTooLargeError(this.#maxResponseBytes, n));
-        return;
+    if (length !== undefined) {
+      if (limits.maxResponseBytes !== Infinity) {
+        const n = Number(length);
+        if (n > limits.maxResponseBytes) {
+          controller.abort(new ResponseTooLargeError(limits.maxResponseBytes, n));
+          return;
+        }
       }
+    } else this.#splitAt = limits.maxChunkBytes;
+    if (limits.aggregate && statusCode !== 101) {
+      // Read on: the head is delivered with the whole body (onResponseEnd).
+      this.#aggregated = 0;
+      this.#held = [];
+      return;
     }
     // Hold the body until the router decides to forward or discard it.
     controller.pause();
@@ -125,11 +160,44 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
   }
 
   onResponseData(controller: ExchangeController, chunk: Buffer): void {
+    if (this.#aggregated >= 0) {
+      this.#aggregate(controller, chunk);
+      return;
+    }
+    const max = this.#splitAt;
+    if (chunk.length <= max) {
+      this.#deliver(controller, chunk);
+      return;
+    }
+    for (let at = 0; at < chunk.length; at += max) this.#deliver(controller, chunk.subarray(at, at + max));
+  }
+
+  #aggregate(controller: ExchangeController, chunk: Buffer): void {
+    const n = this.#aggregated + chunk.length;
+    const max = this.#limits.maxResponseBytes;
+    if (n > max) {
+      this.#aggregated = -1;
+      this.#held = null;
+      this.#discarding = true;
+      controller.abort(new ResponseTooLargeError(max, undefined));
+      return;
+    }
+    this.#aggregated = n;
+    this.#held?.push(chunk);
+  }
+
+  /** Passes a piece of the body on: to the sink, or held until there is one. */
+  #deliver(controller: ExchangeController, chunk: Buffer): void {
     const sink = this.#sink;
     if (sink !== null) {
-      if (!sink.write(chunk)) {
+      // One drain listener at a time: the pieces of a split chunk may each find the sink full.
+      if (!sink.write(chunk) && !this.#resumeWaiting) {
+        this.#resumeWaiting = true;
         controller.pause();
-        sink.once('drain', (this.#resumeBound ??= () => this.#controller?.resume()));
+        sink.once('drain', (this.#resumeBound ??= () => {
+          this.#resumeWaiting = false;
+          this.#controller?.resume();
+        }));
       }
     } else if (!this.#discarding) {
       (this.#held ??= []).push(chunk);
@@ -138,6 +206,7 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
   }
 
   onResponseEnd(): void {
+    if (this.#aggregated >= 0) this.#deliverAggregated();
     this.#ended = true;
     this.finished = true;
     this.#sink?.end();
@@ -157,6 +226,21 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
     this.#headSettled = true;
     this.#resolve(this);
     this.#onDone?.(this);
+  }
+
+  /** The whole body is in: deliver the head, framed by the body's length, with the body held. */
+  #deliverAggregated(): void {
+    const length = this.#aggregated;
+    this.#aggregated = -1;
+    const headers = this.headers;
+    // Read-to-close and chunked bodies get their length; a HEAD, 204 or 304 (no body bytes) keeps
+    // the framing headers it came with.
+    if (headers['content-length'] === undefined && length > 0) {
+      delete headers['transfer-encoding'];
+      headers['content-length'] = String(length);
+    }
+    this.#headSettled = true;
+    this.#resolve(this);
   }
 
   #fail(err: Error): void {

@@ -6,7 +6,7 @@ import type { Address } from '../../naming/index.js';
 import { addressKey } from '../../naming/index.js';
 import type { BalancerNode } from '../../service/balancer/types.js';
 import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
-import { UpstreamExchange } from '../../protocol/http/upstream.js';
+import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
 import { H1Pool } from '../../protocol/http/h1-pool.js';
 
 /** How connections to one endpoint are made and kept (client params, resolved). */
@@ -22,7 +22,7 @@ export interface EndpointOptions {
   readonly sessionIdleTimeMs: number | null;
   readonly lifeTimeMs: number | null;
   readonly maxHeaderBytes: number;
-  readonly maxResponseBytes: number;
+  readonly responseBody: ResponseBodyLimits;
   readonly connectTimeoutMs: number;
   readonly tls: EndpointTls | undefined;
   readonly accrual: FailureAccrualPolicyFactory;
@@ -179,7 +179,7 @@ export class Endpoint implements BalancerNode {
 
   /** Sends `req`; the exchange's `head` settles with the response head or the failure. */
   dispatch(req: OutboundRequest): UpstreamExchange {
-    const ex = new UpstreamExchange(this.#opts.maxResponseBytes, this.#onDone);
+    const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
     this.load++;
     const h1 = this.#h1;
     if (h1 !== undefined && req.upgrade === null) {

@@ -12,6 +12,7 @@ import type { HttpClientParams } from './client.js';
 import type { ServiceParams } from './path-service.js';
 import type { EndpointTls } from './endpoint.js';
 import { PathMatcher } from '../../naming/path-matcher.js';
+import type { ResponseBodyLimits } from '../../protocol/http/upstream.js';
 
 const INT32_MAX = 2147483647;
 /** Keep-alive when the config says "forever": undici still honours the server's own timeout hint. */
@@ -46,7 +47,8 @@ interface RawServiceParams {
 /** Limits of the http router that shape every client. */
 export interface ClientLimits {
   readonly maxHeaderBytes: number;
-  readonly maxResponseBytes: number;
+  /** `maxResponseKB`, `streamingEnabled` and `maxChunkKB` as every exchange applies them. */
+  readonly responseBody: ResponseBodyLimits;
 }
 
 /**
@@ -85,7 +87,7 @@ export class HttpParams {
           sessionIdleTimeMs: sessionIdle,
           lifeTimeMs: session.lifeTimeMs ?? null,
           maxHeaderBytes: this.#limits.maxHeaderBytes,
-          maxResponseBytes: this.#limits.maxResponseBytes,
+          responseBody: this.#limits.responseBody,
           connectTimeoutMs: CONNECT_TIMEOUT_MS,
           tls: clientTls(p.tls, vars, id),
           accrual: accrualFromConfig(p.failureAccrual),

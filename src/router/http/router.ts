@@ -76,7 +76,7 @@ export class HttpRouter implements RunningRouter {
     this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
     this.params = new HttpParams(cfg.client, cfg.service, {
       maxHeaderBytes: (cfg.maxHeadersKB + cfg.maxInitialLineKB) * 1024,
-      maxResponseBytes: cfg.maxResponseKB * 1024,
+      responseBody: { maxResponseBytes: cfg.maxResponseKB * 1024, aggregate: !cfg.streamingEnabled, maxChunkBytes: cfg.maxChunkKB * 1024 },
     });
     this.accessLog =
       cfg.httpAccessLog === undefined
