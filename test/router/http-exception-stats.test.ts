@@ -182,6 +182,10 @@ describe('failure classes of connection failures', () => {
       // Each attempt (the first and its requeues) failed with the refused connect.
       assert.equal(rt.metric(`${client}/failures/ECONNREFUSED`), attempts);
       assert.deepEqual(metricNames(rt, `${client}/exn`), [], 'a failed connect is not a connection error');
+      // The client's per-service breakdown counts the same attempts.
+      assert.equal(rt.metric(`${client}/service/svc/x/requests`), attempts);
+      assert.equal(rt.metric(`${client}/service/svc/x/failures`), attempts);
+      assert.equal(rt.metric(`${client}/service/svc/x/failures/ECONNREFUSED`), attempts);
       const svc = 'rt/http/service/svc/x';
       assert.equal(rt.metric(`${svc}/failures`), 1);
       assert.equal(rt.metric(`${svc}/failures/ConnectionFailedError`), 1);
@@ -212,6 +216,7 @@ describe('failure classes of connection failures', () => {
       const client = `rt/http/client/$/inet/127.0.0.1/${raw.port}`;
       assert.equal(rt.metric(`${client}/failures`), 1);
       assert.equal(rt.metric(`${client}/failures/UpstreamClosedError`), 1);
+      assert.equal(rt.metric(`${client}/service/svc/x/failures/UpstreamClosedError`), 1);
       assert.equal(rt.metric('rt/http/service/svc/x/failures/UpstreamClosedError'), 1);
       assert.deepEqual(metricNames(rt, 'rt/http/service/svc/x/failures'), [
         'rt/http/service/svc/x/failures',

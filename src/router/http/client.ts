@@ -214,9 +214,10 @@ export class HttpClient implements Closable {
   /**
    * Sends `req` to an endpoint picked by the balancer, requeueing connection failures on other
    * endpoints while the body can be replayed and the requeue budget allows. Resolves once a
-   * response head arrives.
+   * response head arrives. A failed attempt is counted here, for the client and for `service`
+   * (the logical name it was sent for); a response is counted by {@link record}.
    */
-  async send(req: OutboundRequest, handle: AttemptHandle): Promise<Attempt> {
+  async send(req: OutboundRequest, handle: AttemptHandle, service: string): Promise<Attempt> {
     this.#requeueBudget.deposit();
     for (let requeues = 0; ; requeues++) {
       if (handle.cancelled !== undefined) throw handle.cancelled;
@@ -234,9 +235,8 @@ export class HttpClient implements Closable {
       } catch (err) {
         const e = err instanceof Error ? err : new Error(String(err));
         const connectFailure = handle.cancelled === undefined && isRequeueable(e, exchange);
-        this.#counters.requests.incr();
-        this.#counters.failures.incr();
-        this.#counters.failureClasses.record(e);
+        this.#countFailure(this.#counters, e);
+        this.#countFailure(this.#serviceCounters(service), e);
         const transport = transportError(e);
         if (transport !== undefined) this.#exn.recordOuter(transport);
         // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
@@ -343,6 +343,12 @@ export class HttpClient implements Closable {
     }
     this.#endpoints.clear();
     for (const [k, e] of next) this.#endpoints.set(k, e);
+  }
+
+  #countFailure(c: ClientCounters, e: Error): void {
+    c.requests.incr();
+    c.failures.incr();
+    c.failureClasses.record(e);
   }
 
   #serviceCounters(service: string): ClientCounters {

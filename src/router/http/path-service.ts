@@ -190,7 +190,7 @@ export class PathService implements Closable {
   /** One attempt: a plain send, or (with a deadline) one raced against its timer. */
   #attempt(client: HttpClient, out: OutboundRequest, handle: AttemptHandle, totalDeadline: number, totalMs: number | undefined): Promise<Attempt> {
     const attemptMs = this.#host.attemptTimeoutMs(client.id);
-    if (attemptMs === undefined && totalDeadline === Infinity) return client.send(out, handle);
+    if (attemptMs === undefined && totalDeadline === Infinity) return client.send(out, handle, this.dst);
     return this.#timedAttempt(client, out, handle, attemptMs, totalDeadline, totalMs);
   }
 
@@ -213,7 +213,7 @@ export class PathService implements Closable {
       handle.abort(timedOut, false);
     }, Math.max(0, deadline - now));
     try {
-      return await client.send(out, handle);
+      return await client.send(out, handle, this.dst);
     } catch (err) {
       throw timedOut ?? err;
     } finally {
