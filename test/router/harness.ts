@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { lookupKind, validateProxyConfig } from '../../src/config/index.js';
 import { FsNamer } from '../../src/namer/fs.js';
 import { Activity, SystemNamer, readPath, type MountedNamer, type Namer } from '../../src/naming/index.js';
@@ -58,7 +58,7 @@ export interface RouterUnderTest {
 }
 
 /** Builds and starts an http router from a router config object (servers default to port 0). */
-export async function startRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[] } = {}): Promise<RouterUnderTest> {
+export async function startRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[]; log?: Logger } = {}): Promise<RouterUnderTest> {
   const cfg = validateProxyConfig({
     routers: [{ protocol: 'http', servers: [{ port: await freePort() }], ...routerCfg }],
   });
@@ -71,7 +71,7 @@ export async function startRouter(routerCfg: Record<string, unknown>, opts: { na
     namers: opts.namers ?? [],
     system: new SystemNamer(),
     tracer: nullTracer,
-    log: pino({ level: process.env['PRX_TEST_LOG'] ?? 'silent' }),
+    log: opts.log ?? pino({ level: process.env['PRX_TEST_LOG'] ?? 'silent' }),
   };
   const router = (def.create as (c: unknown, x: RouterContext) => HttpRouter)(rc, ctx);
   const addrs = await router.listen();

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
 import { request } from 'undici';
 import { makeCerts, startBackend, startRouter, tempFsNamer, type Backend, type RouterUnderTest, type TempFsNamer, type TestCerts } from './harness.js';
 
@@ -87,6 +88,23 @@ function assertFailed(r: Reply, why: RegExp): void {
   assert.match(r.err, why);
 }
 
+/** The routers' warnings (JSON lines), which say why a handshake failed. */
+const warnings: string[] = [];
+const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+
+/**
+ * A failed handshake: a connection failure in Linkerd's words (the request was requeued until it
+ * could not be), and a warning whose reason matches `why`.
+ */
+function assertTlsFailed(r: Reply, why: RegExp): void {
+  assertFailed(r, /^Unable to establish connection to 127\.0\.0\.1:\d+\./);
+  const seen = warnings.splice(0);
+  assert.ok(
+    seen.some((l) => l.includes('TLS handshake with endpoint failed') && why.test(l)),
+    `a warning matching ${String(why)} among ${JSON.stringify(seen)}`,
+  );
+}
+
 let certs: TestCerts;
 let backendA: TlsBackend; // CA-signed, CN a.test
 let backendB: TlsBackend; // CA-signed, CN b.test
@@ -108,6 +126,8 @@ before(async () => {
     b: `127.0.0.1 ${backendB.port}\n`,
     // A name whose address serves b.test's certificate: boundPath must expect a.test there.
     mislabelled: `127.0.0.1 ${backendB.port}\n`,
+    // One address with the expected certificate (a.test) and one without.
+    mixed: `127.0.0.1 ${backendA.port}\n127.0.0.1 ${backendB.port}\n`,
   });
 });
 
@@ -119,11 +139,12 @@ after(async () => {
 
 /** A router whose /svc/<x> goes to /#/io.prx.fs/<x>, with `client` as given. */
 function fsRouter(client: Record<string, unknown>): Promise<RouterUnderTest> {
-  return startRouter({ dtab: '/svc=>/#/io.prx.fs', client }, { namers: [fs.mounted] });
+  return startRouter({ dtab: '/svc=>/#/io.prx.fs', client }, { namers: [fs.mounted], log });
 }
 
 async function withRouter(rt: Promise<RouterUnderTest>, body: (rt: RouterUnderTest) => Promise<void>): Promise<void> {
   const r = await rt;
+  warnings.length = 0;
   try {
     await body(r);
   } finally {
@@ -145,7 +166,7 @@ describe('client tls: commonName + caCertPath', () => {
   it('fails when the certificate does not name commonName', async () => {
     const before = backendB.seen.length;
     await withRouter(fsRouter({ tls: { commonName: 'a.test', caCertPath: certs.caCert } }), async (rt) => {
-      assertFailed(await get(rt, 'b'), /a\.test/);
+      assertTlsFailed(await get(rt, 'b'), /a\.test/);
     });
     assert.equal(backendB.seen.length, before, 'no request reached the backend');
   });
@@ -153,14 +174,14 @@ describe('client tls: commonName + caCertPath', () => {
   it('fails when caCertPath does not hold the CA that signed the certificate', async () => {
     const before = backendA.seen.length;
     await withRouter(fsRouter({ tls: { commonName: 'a.test', caCertPath: lonerCa } }), async (rt) => {
-      assertFailed(await get(rt, 'a'), /certificate/i);
+      assertTlsFailed(await get(rt, 'a'), /certificate/i);
     });
     assert.equal(backendA.seen.length, before);
   });
 
   it('fails without caCertPath: the system roots do not vouch for the test CA', async () => {
     await withRouter(fsRouter({ tls: { commonName: 'a.test' } }), async (rt) => {
-      assertFailed(await get(rt, 'a'), /certificate/i);
+      assertTlsFailed(await get(rt, 'a'), /certificate/i);
     });
   });
 
@@ -169,17 +190,32 @@ describe('client tls: commonName + caCertPath', () => {
     await withRouter(fsRouter(client), async (rt) => {
       assert.deepEqual([(await get(rt, 'a')).body, (await get(rt, 'b')).body], ['A', 'B']);
       // The name says b.test's address belongs to "mislabelled": mislabelled.test is not on its certificate.
-      assertFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
+      assertTlsFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
     });
+  });
+
+  it('a handshake that fails verification is requeued on another endpoint: the request never went out', async () => {
+    const a0 = backendA.seen.length;
+    const b0 = backendB.seen.length;
+    await withRouter(fsRouter({ tls: { commonName: 'a.test', caCertPath: certs.caCert }, loadBalancer: { kind: 'roundRobin' } }), async (rt) => {
+      const replies = [];
+      for (let i = 0; i < 6; i++) replies.push(await get(rt, 'mixed'));
+      assert.deepEqual(
+        replies.map((r) => `${r.status} ${r.body}`),
+        Array<string>(6).fill('200 A'),
+      );
+      const client = `rt/http/client/#/io.prx.fs/mixed`;
+      assert.ok((rt.metric(`${client}/retries/requeues`) ?? 0) >= 1, 'requeued away from the endpoint whose certificate failed');
+    });
+    assert.equal(backendA.seen.length - a0, 6);
+    assert.equal(backendB.seen.length, b0, 'no request reached the endpoint that failed verification');
   });
 
   it('a plaintext backend behind a TLS client fails instead of being spoken to in clear', async () => {
     const before = plain.requests.length;
-    const rt = startRouter({ dtab: `/svc/p=>/$/inet/127.0.0.1/${plain.port}`, client: { tls: { commonName: 'a.test', caCertPath: certs.caCert } } });
+    const rt = startRouter({ dtab: `/svc/p=>/$/inet/127.0.0.1/${plain.port}`, client: { tls: { commonName: 'a.test', caCertPath: certs.caCert } } }, { log });
     await withRouter(rt, async (r) => {
-      const reply = await get(r, 'p');
-      assert.equal(reply.status, 502);
-      assert.ok(reply.err !== undefined);
+      assertTlsFailed(await get(r, 'p'), /wrong version number/i);
     });
     assert.equal(plain.requests.length, before, 'the plaintext backend saw no request');
   });
@@ -188,7 +224,7 @@ describe('client tls: commonName + caCertPath', () => {
 describe('client tls: io.prx.noValidation', () => {
   it('accepts a self-signed certificate that names nobody in particular', async () => {
     const before = loner.seen.length;
-    await withRouter(startRouter({ dtab: `/svc/l=>/$/inet/127.0.0.1/${loner.port}`, client: { tls: { kind: 'io.prx.noValidation' } } }), async (rt) => {
+    await withRouter(startRouter({ dtab: `/svc/l=>/$/inet/127.0.0.1/${loner.port}`, client: { tls: { kind: 'io.prx.noValidation' } } }, { log }), async (rt) => {
       const r = await get(rt, 'l');
       assert.equal(r.status, 200);
       assert.equal(r.body, 'loner');
@@ -197,8 +233,8 @@ describe('client tls: io.prx.noValidation', () => {
   });
 
   it('the same backend fails under validation (the control for the case above)', async () => {
-    await withRouter(startRouter({ dtab: `/svc/l=>/$/inet/127.0.0.1/${loner.port}`, client: { tls: { commonName: 'loner.test', caCertPath: certs.caCert } } }), async (rt) => {
-      assertFailed(await get(rt, 'l'), /certificate/i);
+    await withRouter(startRouter({ dtab: `/svc/l=>/$/inet/127.0.0.1/${loner.port}`, client: { tls: { commonName: 'loner.test', caCertPath: certs.caCert } } }, { log }), async (rt) => {
+      assertTlsFailed(await get(rt, 'l'), /certificate/i);
     });
   });
 });
@@ -210,7 +246,7 @@ describe('client tls: io.prx.boundPath', () => {
   function boundPathRouter(tls: Record<string, unknown>): Promise<RouterUnderTest> {
     return startRouter(
       { dtab: `/svc=>/#/io.prx.fs; /svc/p=>/$/inet/127.0.0.1/${plain.port}`, client: { tls: { kind: 'io.prx.boundPath', caCertPath: certs.caCert, ...tls } } },
-      { namers: [fs.mounted] },
+      { namers: [fs.mounted], log },
     );
   }
 
@@ -227,7 +263,7 @@ describe('client tls: io.prx.boundPath', () => {
 
   it('fails when the bound address serves another name\'s certificate', async () => {
     await withRouter(boundPathRouter({ names }), async (rt) => {
-      assertFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
+      assertTlsFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
     });
   });
 
@@ -239,7 +275,7 @@ describe('client tls: io.prx.boundPath', () => {
     });
     const firstWrong = [{ prefix: '/#/io.prx.fs/b', commonNamePattern: 'a.test' }, ...names];
     await withRouter(boundPathRouter({ names: firstWrong }), async (rt) => {
-      assertFailed(await get(rt, 'b'), /a\.test/);
+      assertTlsFailed(await get(rt, 'b'), /a\.test/);
     });
   });
 
@@ -266,7 +302,7 @@ describe('client tls: io.prx.boundPath', () => {
       assert.equal(r.body, 'plain');
       // Matching ids keep their TLS and name checks.
       assert.equal((await get(rt, 'a')).body, 'A');
-      assertFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
+      assertTlsFailed(await get(rt, 'mislabelled'), /mislabelled\.test/);
     });
     assert.equal(plain.requests.length, before + 1);
   });

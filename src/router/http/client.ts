@@ -56,10 +56,52 @@ const CONNECT_FAILURES = new Set([
   'PRX_ERR_UPSTREAM_POOL_CLOSED',
 ]);
 
+// OpenSSL's certificate verification failures, as node names them on a TLS client socket.
+const CERT_VERIFY_FAILURES = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
+  'INVALID_CA',
+  'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+]);
+
+/**
+ * Whether `err` is a failure to establish a connection (or to use it before anything was sent):
+ * refused, unreachable, timed out, or a TLS handshake that failed (node's ERR_TLS_* and ERR_SSL_*
+ * codes, and certificate verification), as Finagle counts a failed handshake as a failed connect.
+ */
 export function isConnectFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && CONNECT_FAILURES.has(code);
+  return typeof code === 'string' && (CONNECT_FAILURES.has(code) || isTlsFailureCode(code));
 }
+
+function isTlsFailureCode(code: string): boolean {
+  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || CERT_VERIFY_FAILURES.has(code);
+}
+
+/** Whether `err` is a failed TLS handshake (an operator's business: a certificate or name is wrong). */
+function isTlsFailure(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && isTlsFailureCode(code);
+}
+
+/** How often one endpoint's failing TLS handshakes are logged. */
+const TLS_WARN_INTERVAL_MS = 60_000;
 
 // Once the request is on a connected socket, only a failed write (Finagle's WriteException) is
 // requeued: a peer that closed the connection cleanly after reading may have acted on the request.
@@ -242,6 +284,10 @@ export class HttpClient implements Closable {
         // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
         if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
         if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
+        // The 502 keeps Linkerd's text, which does not say why: the log does, once a minute per endpoint.
+        if (isTlsFailure(e) && endpoint.warnDue(TLS_WARN_INTERVAL_MS)) {
+          this.#log.warn({ client: this.id, endpoint: endpoint.key, err: e.message }, 'TLS handshake with endpoint failed');
+        }
         if (!connectFailure) throw e;
         if (requeues >= MAX_REQUEUES || !isReplayable(req)) throw this.#requeueFailed(endpoint, e);
         if (!this.#requeueBudget.tryWithdraw()) {

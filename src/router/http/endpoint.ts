@@ -93,6 +93,8 @@ export class Endpoint implements BalancerNode {
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
   #failFastUntil = 0;
   #failFastMs = 0;
+  /** When a warning about this endpoint was last logged (epoch ms). */
+  #warnedAt = -Infinity;
   readonly #onDone = (): void => {
     this.load--;
   };
@@ -160,6 +162,14 @@ export class Endpoint implements BalancerNode {
   clearFailFast(): void {
     this.#failFastUntil = 0;
     this.#failFastMs = 0;
+  }
+
+  /** True at most once per `intervalMs`: rate-limits warnings about this endpoint. */
+  warnDue(intervalMs: number): boolean {
+    const now = Date.now();
+    if (now - this.#warnedAt < intervalMs) return false;
+    this.#warnedAt = now;
+    return true;
   }
 
   get closed(): boolean {
