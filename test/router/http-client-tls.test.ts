@@ -194,6 +194,16 @@ describe('client tls: commonName + caCertPath', () => {
     });
   });
 
+  it('without commonName, the certificate must name the request\'s Host', async () => {
+    const before = backendA.seen.length;
+    await withRouter(startRouter({ dtab: `/svc=>/$/inet/127.0.0.1/${backendA.port}`, client: { tls: { caCertPath: certs.caCert } } }, { log }), async (rt) => {
+      const r = await get(rt, 'a.test');
+      assert.deepEqual([r.status, r.body], [200, 'A']);
+      assertTlsFailed(await get(rt, 'b.test'), /b\.test/);
+    });
+    assert.deepEqual(backendA.seen.slice(before), [{ encrypted: true, servername: 'a.test' }]);
+  });
+
   it('a handshake that fails verification is requeued on another endpoint: the request never went out', async () => {
     const a0 = backendA.seen.length;
     const b0 = backendB.seen.length;
