@@ -46,7 +46,7 @@ export class ConflictError extends AdminHttpError {
 }
 
 /** 413: the request body exceeds the admin server's limit. */
-export class PayloadTooLargeError extends AdminHttpError {
+export class AdminBodyTooLargeError extends AdminHttpError {
   constructor(limit: number) {
     super('PRX_ERR_ADMIN_PAYLOAD_TOO_LARGE', 413, `request body exceeds ${limit} bytes`, { connection: 'close' });
   }

@@ -14,7 +14,7 @@ export {
   DuplicateLinterError,
   MethodNotAllowedError,
   NotFoundError,
-  PayloadTooLargeError,
+  AdminBodyTooLargeError,
 } from './errors.js';
 export { EventLoopMonitor, type BlockedPeriod, type EventLoopMonitorOptions } from './event-loop.js';
 export {

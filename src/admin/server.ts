@@ -10,7 +10,7 @@ import {
   BadRequestError,
   DuplicateEndpointError,
   MethodNotAllowedError,
-  PayloadTooLargeError,
+  AdminBodyTooLargeError,
 } from './errors.js';
 import {
   acceptsJson,
@@ -334,7 +334,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (Number(req.headers['content-length'] ?? 0) > limit) {
       req.resume();
-      reject(new PayloadTooLargeError(limit));
+      reject(new AdminBodyTooLargeError(limit));
       return;
     }
     const chunks: Buffer[] = [];
@@ -349,7 +349,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
       // exchange. (Destroying the request would take the response down with it.)
       req.off('data', onData);
       req.resume();
-      reject(new PayloadTooLargeError(limit));
+      reject(new AdminBodyTooLargeError(limit));
     };
     req.on('data', onData);
     req.once('end', () => resolve(Buffer.concat(chunks)));

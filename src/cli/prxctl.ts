@@ -24,7 +24,7 @@ export const DEFAULT_BASE_URL = 'http://127.0.0.1:4180';
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** A wrong command line: the usage goes to stderr and the exit status is 2. */
-class UsageError extends Error {}
+class PrxctlUsageError extends Error {}
 
 /** A request that failed: the message goes to stderr and the exit status is 1. */
 class CommandError extends Error {}
@@ -61,12 +61,12 @@ function parseArgs(args: readonly string[]): ParsedArgs {
     const name = eq > 0 ? arg.slice(0, eq) : arg;
     if (VALUE_OPTIONS.has(name)) {
       const value = eq > 0 ? arg.slice(eq + 1) : args[++i];
-      if (value === undefined) throw new UsageError(`${name} needs a value`);
+      if (value === undefined) throw new PrxctlUsageError(`${name} needs a value`);
       options.set(name, value);
     } else if (FLAG_OPTIONS.has(name)) {
       options.set(name, true);
     } else if (arg.startsWith('-') && arg !== '-') {
-      throw new UsageError(`unknown option ${arg}`);
+      throw new PrxctlUsageError(`unknown option ${arg}`);
     } else {
       positional.push(arg);
     }
@@ -91,7 +91,7 @@ export async function run(args: readonly string[], io: PrxctlIo): Promise<number
     await dispatch(new Controller(base), parsed, io);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError) {
+    if (e instanceof PrxctlUsageError) {
       io.stderr(`prxctl: ${e.message}\n${USAGE}`);
       return 2;
     }
@@ -107,14 +107,14 @@ function baseUrl(parsed: ParsedArgs, env: PrxctlIo['env']): string {
   try {
     url = new URL(raw);
   } catch {
-    throw new UsageError(`invalid base URL ${JSON.stringify(raw)}`);
+    throw new PrxctlUsageError(`invalid base URL ${JSON.stringify(raw)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`base URL must be http or https, got ${raw}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new PrxctlUsageError(`base URL must be http or https, got ${raw}`);
   return url.href.replace(/\/+$/, '');
 }
 
 function expectArgs(positional: readonly string[], count: number, usage: string): void {
-  if (positional.length !== count) throw new UsageError(`usage: prxctl ${usage}`);
+  if (positional.length !== count) throw new PrxctlUsageError(`usage: prxctl ${usage}`);
 }
 
 function optionString(parsed: ParsedArgs, name: string): string | undefined {
@@ -126,18 +126,18 @@ async function dispatch(ctl: Controller, parsed: ParsedArgs, io: PrxctlIo): Prom
   const [group, action, ...rest] = parsed.positional;
   const allowed = (names: readonly string[]): void => {
     for (const name of parsed.options.keys()) {
-      if (name !== '--base-url' && !names.includes(name)) throw new UsageError(`${name} does not apply to this command`);
+      if (name !== '--base-url' && !names.includes(name)) throw new PrxctlUsageError(`${name} does not apply to this command`);
     }
   };
   if (group === 'delegate') {
     allowed(['--dtab']);
     const [ns, path, ...extra] = [action, ...rest];
-    if (ns === undefined || path === undefined || extra.length > 0) throw new UsageError('usage: prxctl delegate <ns> <path> [--dtab <dtab>]');
+    if (ns === undefined || path === undefined || extra.length > 0) throw new PrxctlUsageError('usage: prxctl delegate <ns> <path> [--dtab <dtab>]');
     const tree = await ctl.delegate(ns, path, optionString(parsed, '--dtab'));
     io.stdout(renderDelegateTree(tree));
     return;
   }
-  if (group !== 'dtab') throw new UsageError(group === undefined ? 'no command given' : `unknown command ${group}`);
+  if (group !== 'dtab') throw new PrxctlUsageError(group === undefined ? 'no command given' : `unknown command ${group}`);
   switch (action ?? '') {
     case 'list':
       allowed([]);
@@ -176,7 +176,7 @@ async function dispatch(ctl: Controller, parsed: ParsedArgs, io: PrxctlIo): Prom
       return;
     }
     default:
-      throw new UsageError(action === undefined ? 'dtab: no subcommand given' : `unknown dtab subcommand ${action}`);
+      throw new PrxctlUsageError(action === undefined ? 'dtab: no subcommand given' : `unknown dtab subcommand ${action}`);
   }
 }
 
