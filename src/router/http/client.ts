@@ -164,6 +164,9 @@ export class HttpClient implements Closable {
   readonly #requeueExhausted: Counter;
   readonly #removals: Counter;
   readonly #revivals: Counter;
+  readonly #probes: Counter;
+  /** Finagle's `removed_for_ms`: a counter adding up the backoff of every removal. */
+  readonly #removedFor: Counter;
   readonly #statuses: StatusCodeCounters;
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
@@ -188,6 +191,8 @@ export class HttpClient implements Closable {
     this.#requeueExhausted = stats.counter('retries', 'budget_exhausted');
     this.#removals = stats.counter('failure_accrual', 'removals');
     this.#revivals = stats.counter('failure_accrual', 'revivals');
+    this.#probes = stats.counter('failure_accrual', 'probes');
+    this.#removedFor = stats.counter('failure_accrual', 'removed_for_ms');
     stats.gauge(['retries', 'budget'], () => this.#requeueBudget.balance);
     stats.gauge(['loadbalancer', 'size'], () => this.#balancer.size);
     stats.gauge(['loadbalancer', 'available'], () => this.#balancer.available);
@@ -199,11 +204,6 @@ export class HttpClient implements Closable {
     stats.gauge(['pending'], () => {
       let n = 0;
       for (const e of this.#endpoints.values()) n += e.load;
-      return n;
-    });
-    stats.gauge(['failure_accrual', 'removed_for_ms'], () => {
-      let n = 0;
-      for (const e of this.#endpoints.values()) if (!e.accrual.isAvailable) n += e.accrual.lastRemovedForMs;
       return n;
     });
     this.#observation = name.addr.observe((addr) => this.#update(addr));
@@ -265,7 +265,9 @@ export class HttpClient implements Closable {
       if (handle.cancelled !== undefined) throw handle.cancelled;
       const endpoint = this.#balancer.pick();
       if (endpoint === undefined) throw new NoBrokersAvailableError(this.id, `No hosts are available for client ${this.id}`);
+      const probes = endpoint.accrual.probes;
       endpoint.accrual.tryAcquire();
+      if (endpoint.accrual.probes !== probes) this.#probes.incr();
       const started = performance.now();
       let exchange: UpstreamExchange | undefined;
       try {
@@ -322,7 +324,7 @@ export class HttpClient implements Closable {
     this.recordOutcome(attempt.endpoint, success, latency);
   }
 
-  /** Feeds failure accrual and the balancer; counts removals and revivals. */
+  /** Feeds failure accrual and the balancer; counts removals (and for how long) and revivals. */
   recordOutcome(endpoint: Endpoint, success: boolean, latencyMs: number): void {
     const a = endpoint.accrual;
     const removals = a.removals;
@@ -333,7 +335,10 @@ export class HttpClient implements Closable {
     } else {
       a.recordFailure();
     }
-    if (a.removals !== removals) this.#removals.incr();
+    if (a.removals !== removals) {
+      this.#removals.incr();
+      this.#removedFor.incr(a.lastRemovedForMs);
+    }
     if (a.revivals !== revivals) this.#revivals.incr();
     this.#balancer.observe(endpoint, latencyMs, !success);
   }
