@@ -22,14 +22,14 @@ describe('heap', () => {
     [3, 1, 2, 4].forEach((load, i) => ((set[i] as TestNode).load = load));
     b.update(set);
     assert.equal(send(b).key, 'n1'); // now 2, a tie with n2
-    assert.equal(send(b).key, 'n1'); // ties go to the first listed
-    assert.equal(send(b).key, 'n2');
+    assert.equal(send(b).key, 'n2'); // ties go to the node picked least recently
+    assert.equal(send(b).key, 'n1');
   });
 
-  it('breaks ties by list order, deterministically', () => {
+  it('breaks ties by the least recent pick, then list order: idle traffic takes the nodes in turn', () => {
     const b = heap();
     b.update(nodes(1, 1, 1, 1, 1));
-    assert.deepEqual(Array.from({ length: 10 }, () => b.pick()?.key), Array<string>(10).fill('n0'));
+    assert.deepEqual(Array.from({ length: 10 }, () => b.pick()?.key), ['n0', 'n1', 'n2', 'n3', 'n4', 'n0', 'n1', 'n2', 'n3', 'n4']);
     assert.deepEqual(Array.from({ length: 7 }, () => send(b).key), ['n0', 'n1', 'n2', 'n3', 'n4', 'n0', 'n1']);
   });
 

@@ -151,6 +151,10 @@ interface ClientCounters {
 export class HttpClient implements Closable {
   readonly id: string;
   readonly #endpoints = new Map<string, Endpoint>();
+  /** Endpoints discovery removed that the balancer keeps while they stay available (enableProbation). */
+  readonly #probation = new Set<Endpoint>();
+  /** Endpoints closed while requests were still on them: counted in `pending` until they finish. */
+  readonly #draining = new Set<Endpoint>();
   readonly #balancer: Balancer<Endpoint>;
   readonly #params: HttpClientParams;
   readonly #requeueBudget: RetryBudget;
@@ -204,6 +208,7 @@ export class HttpClient implements Closable {
     stats.gauge(['pending'], () => {
       let n = 0;
       for (const e of this.#endpoints.values()) n += e.load;
+      for (const e of this.#draining) n += e.load;
       return n;
     });
     this.#observation = name.addr.observe((addr) => this.#update(addr));
@@ -285,7 +290,10 @@ export class HttpClient implements Closable {
         if (transport !== undefined) this.#exn.recordOuter(transport);
         // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
         if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
-        if (connectFailure && this.#params.failFast) endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
+        if (connectFailure && this.#params.failFast) {
+          endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
+          this.#leaveProbationIfDown(endpoint);
+        }
         // The 502 keeps Linkerd's text, which does not say why: the log does, once a minute per endpoint.
         if (isTlsFailure(e) && endpoint.warnDue(TLS_WARN_INTERVAL_MS)) {
           this.#log.warn({ client: this.id, endpoint: endpoint.key, err: e.message }, 'TLS handshake with endpoint failed');
@@ -341,6 +349,20 @@ export class HttpClient implements Closable {
     }
     if (a.revivals !== revivals) this.#revivals.incr();
     this.#balancer.observe(endpoint, latencyMs, !success);
+    if (!success) this.#leaveProbationIfDown(endpoint);
+  }
+
+  /** An endpoint on probation that is no longer available leaves the set for good (the balancer drops it too): close it. */
+  #leaveProbationIfDown(endpoint: Endpoint): void {
+    if (this.#probation.size === 0 || endpoint.available || !this.#probation.delete(endpoint)) return;
+    if (this.#endpoints.get(endpoint.key) === endpoint) this.#endpoints.delete(endpoint.key);
+    this.#retire(endpoint);
+  }
+
+  /** Closes an endpoint that left the set; requests on it finish first, and stay counted meanwhile. */
+  #retire(endpoint: Endpoint): void {
+    this.#draining.add(endpoint);
+    void endpoint.close().finally(() => this.#draining.delete(endpoint));
   }
 
   close(): void {
@@ -355,7 +377,7 @@ export class HttpClient implements Closable {
   /** Closes every connection now (forced shutdown). */
   destroy(): Promise<void> {
     this.#observation.close();
-    return Promise.all([...this.#endpoints.values()].map((e) => e.destroy())).then(() => undefined);
+    return Promise.all([...this.#endpoints.values(), ...this.#draining].map((e) => e.destroy())).then(() => undefined);
   }
 
   /** The failure a request gets once it cannot be requeued again: a rejection stays one. */
@@ -387,10 +409,13 @@ export class HttpClient implements Closable {
     this.#balancer.update([...next.values()]);
     // With probation the balancer keeps removed endpoints while they are healthy: keep those open.
     const kept = new Set(this.#balancer.nodes);
+    this.#probation.clear();
     for (const [key, e] of this.#endpoints) {
       if (next.get(key) === e) continue;
-      if (kept.has(e)) next.set(key, e);
-      else void e.close();
+      if (kept.has(e) && !next.has(key)) {
+        next.set(key, e);
+        this.#probation.add(e);
+      } else this.#retire(e);
     }
     this.#endpoints.clear();
     for (const [k, e] of next) this.#endpoints.set(k, e);

@@ -7,7 +7,8 @@ import type { BalancerNode } from './types.js';
  * `heap`: always the least loaded node, kept at the top of a binary min-heap (Finagle's
  * `HeapBalancer`). Load is `(outstanding + 1) / weight`, the load a node would carry with this
  * request, so idle nodes are ordered by weight and busy ones by load per weight. Unavailable nodes
- * sink to the bottom. Equal loads go to the node listed first, so picks are deterministic.
+ * sink to the bottom. Equal loads go to the node picked least recently (Finagle sinks a picked
+ * node below its equals), so idle traffic takes the nodes in turn.
  */
 export const heapSchema = z.strictObject({ ...balancerShape('heap') });
 
@@ -17,7 +18,12 @@ export type HeapConfig = z.output<typeof heapSchema>;
 // Available nodes with weight 0 rank below every weighted one but above unavailable ones.
 const UNWEIGHTED = Number.MAX_VALUE;
 
-function loadKey(e: Entry<BalancerNode, undefined>): number {
+/** When the node was last picked (a pick sequence number; 0: never), kept while its key stays. */
+interface LastPick {
+  seq: number;
+}
+
+function loadKey(e: Entry<BalancerNode, LastPick>): number {
   if (!e.node.available) return Infinity;
   return e.weight > 0 ? (e.node.load + 1) / e.weight : UNWEIGHTED;
 }
@@ -28,7 +34,7 @@ function loadKey(e: Entry<BalancerNode, undefined>): number {
  * reaches the top, and in a rotating sweep of one node per pick, which bounds any staleness (e.g.
  * a node that became available again) to one pass over the set.
  */
-class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
+class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, LastPick> {
   /** Heap of entry indexes; `#pos` maps an entry index to its heap slot. */
   #heap = new Int32Array(0);
   #pos = new Int32Array(0);
@@ -38,9 +44,10 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
   #isDirty = new Uint8Array(0);
   #dirtyCount = 0;
   #sweep = 0;
+  #picks = 0;
 
-  protected newState(): undefined {
-    return undefined;
+  protected newState(): LastPick {
+    return { seq: 0 };
   }
 
   protected override rebuilt(): void {
@@ -55,7 +62,7 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
     for (let i = 0; i < n; i++) {
       this.#heap[i] = i;
       this.#pos[i] = i;
-      this.#keys[i] = loadKey(this.entries[i] as Entry<N, undefined>);
+      this.#keys[i] = loadKey(this.entries[i] as Entry<N, LastPick>);
     }
     for (let slot = (n >>> 1) - 1; slot >= 0; slot--) this.#down(slot);
   }
@@ -65,7 +72,8 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
     for (let d = 0; d < this.#dirtyCount; d++) {
       const i = this.#dirty[d] as number;
       this.#isDirty[i] = 0;
-      this.#refresh(i);
+      // Forced: a pick moves the node below its equals even when its load is back where it was.
+      this.#refresh(i, true);
     }
     this.#dirtyCount = 0;
     this.#refresh(this.#sweep);
@@ -83,7 +91,7 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
     let best = -1;
     let bestKey = Infinity;
     for (let i = 0; i < this.entries.length; i++) {
-      const k = loadKey(this.entries[i] as Entry<N, undefined>);
+      const k = loadKey(this.entries[i] as Entry<N, LastPick>);
       if (k < bestKey) {
         best = i;
         bestKey = k;
@@ -93,6 +101,7 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
   }
 
   protected override picked(i: number): void {
+    (this.entries[i] as Entry<N, LastPick>).state.seq = ++this.#picks;
     this.#markDirty(i);
   }
 
@@ -106,21 +115,24 @@ class HeapBalancer<N extends BalancerNode> extends BaseBalancer<N, undefined> {
     this.#dirty[this.#dirtyCount++] = i;
   }
 
-  /** Re-reads entry `i`'s key and restores heap order; returns whether the key changed. */
-  #refresh(i: number): boolean {
-    const k = loadKey(this.entries[i] as Entry<N, undefined>);
-    if (k === this.#keys[i]) return false;
+  /** Re-reads entry `i`'s key and restores heap order (always when `force`); returns whether the key changed. */
+  #refresh(i: number, force = false): boolean {
+    const k = loadKey(this.entries[i] as Entry<N, LastPick>);
+    if (k === this.#keys[i] && !force) return false;
     this.#keys[i] = k;
     const slot = this.#pos[i] as number;
     if (!this.#up(slot)) this.#down(slot);
     return true;
   }
 
-  /** Whether entry `a` belongs above entry `b`: lower key, then listed first. */
+  /** Whether entry `a` belongs above entry `b`: lower key, then picked less recently, then listed first. */
   #before(a: number, b: number): boolean {
     const ka = this.#keys[a] as number;
     const kb = this.#keys[b] as number;
-    return ka < kb || (ka === kb && a < b);
+    if (ka !== kb) return ka < kb;
+    const pa = (this.entries[a] as Entry<N, LastPick>).state.seq;
+    const pb = (this.entries[b] as Entry<N, LastPick>).state.seq;
+    return pa < pb || (pa === pb && a < b);
   }
 
   #place(slot: number, i: number): void {
