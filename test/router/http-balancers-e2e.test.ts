@@ -99,6 +99,8 @@ async function stopOne(c: Cluster, victim: Backend, n: number, failures = 5): Pr
   assert.equal(c.rt.metric(`${CLIENT}/retries/requeues`), failures, 'each refused attempt was requeued');
   assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/size`), 3, 'still in discovery');
   assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/available`), 2);
+  assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/busy`), 1, 'failure accrual made it busy');
+  assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/closed`), 0);
   const after = await sequential(c.rt, n);
   assert.equal(after.get(name), undefined);
   assert.equal(c.rt.metric(`${CLIENT}/retries/requeues`), failures, 'no attempt went to the stopped endpoint');
@@ -363,7 +365,11 @@ describe('enableProbation: discovery removes an endpoint while a request is on i
     const r = await removeWhileInFlight(false);
     try {
       assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/size`), 3);
+      assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/adds`), 4, 'a, b, gone, then d');
+      assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/removes`), 1, 'gone');
+      assert.ok((r.rt.metric(`${CLIENT}/loadbalancer/updates`) ?? 0) >= 2);
       assert.equal(r.open.size, 1, 'the connection under the request stays open');
+      assert.equal(r.rt.metric(`${CLIENT}/connections`), r.open.size + 3, 'the connections gauge still counts it (a, b and d have one each)');
       await completesInFlight(r);
       const bodies = await sequential(r.rt, 40);
       assert.equal(bodies.get('gone'), undefined);
@@ -378,6 +384,7 @@ describe('enableProbation: discovery removes an endpoint while a request is on i
     const r = await removeWhileInFlight(true);
     try {
       assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/size`), 4, 'three discovered, one on probation');
+      assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/removes`), 0, 'on probation, not removed');
       await completesInFlight(r);
       const bodies = await sequential(r.rt, 60);
       assert.ok((bodies.get('gone') ?? 0) > 0, `the endpoint on probation took traffic: ${JSON.stringify([...bodies])}`);
@@ -390,6 +397,8 @@ describe('enableProbation: discovery removes an endpoint while a request is on i
       }
       assert.equal(fiveXX, 5, 'five failures took it out');
       assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/size`), 3, 'it left the set');
+      assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/removes`), 1);
+      assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/adds`), 4);
       assert.equal(r.rt.metric(`${CLIENT}/loadbalancer/available`), 3);
       const seen = r.gone.requests.length;
       const later = await sequential(r.rt, 40);

@@ -9,6 +9,7 @@ import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { ProxyError } from '../../protocol/http/headers/proxy-errors.js';
 import { NoBrokersAvailableError } from '../binding.js';
 import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
+import { LoadBalancerStats } from './balancer-stats.js';
 
 /** Connection to an endpoint failed before any response (refused, reset, unreachable, timed out). */
 export class ConnectionFailedError extends PrxError {
@@ -169,6 +170,7 @@ export class HttpClient implements Closable {
   readonly #removals: Counter;
   readonly #revivals: Counter;
   readonly #probes: Counter;
+  readonly #lbStats: LoadBalancerStats;
   /** Finagle's `removed_for_ms`: a counter adding up the backoff of every removal. */
   readonly #removedFor: Counter;
   readonly #statuses: StatusCodeCounters;
@@ -198,11 +200,11 @@ export class HttpClient implements Closable {
     this.#probes = stats.counter('failure_accrual', 'probes');
     this.#removedFor = stats.counter('failure_accrual', 'removed_for_ms');
     stats.gauge(['retries', 'budget'], () => this.#requeueBudget.balance);
-    stats.gauge(['loadbalancer', 'size'], () => this.#balancer.size);
-    stats.gauge(['loadbalancer', 'available'], () => this.#balancer.available);
+    this.#lbStats = new LoadBalancerStats(stats, this.#balancer);
     stats.gauge(['connections'], () => {
       let n = 0;
       for (const e of this.#endpoints.values()) n += e.connections;
+      for (const e of this.#draining) n += e.connections;
       return n;
     });
     stats.gauge(['pending'], () => {
@@ -356,6 +358,7 @@ export class HttpClient implements Closable {
   #leaveProbationIfDown(endpoint: Endpoint): void {
     if (this.#probation.size === 0 || endpoint.available || !this.#probation.delete(endpoint)) return;
     if (this.#endpoints.get(endpoint.key) === endpoint) this.#endpoints.delete(endpoint.key);
+    this.#lbStats.removed();
     this.#retire(endpoint);
   }
 
@@ -406,7 +409,9 @@ export class HttpClient implements Closable {
         next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint));
       }
     }
+    const before = new Set(this.#balancer.nodes);
     this.#balancer.update([...next.values()]);
+    this.#lbStats.updated(before, this.#balancer.nodes);
     // With probation the balancer keeps removed endpoints while they are healthy: keep those open.
     const kept = new Set(this.#balancer.nodes);
     this.#probation.clear();

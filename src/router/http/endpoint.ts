@@ -178,7 +178,8 @@ export class Endpoint implements BalancerNode {
 
   /** Open connections (for the client's `connections` gauge). */
   get connections(): number {
-    return this.#closed ? 0 : (this.#h1?.connected ?? 0) + (this.#pool?.stats.connected ?? 0);
+    // Also after close(): connections under requests still running stay open until they finish.
+    return (this.#h1?.connected ?? 0) + (this.#pool?.stats.connected ?? 0);
   }
 
   /** True when one more request would exceed the pool's connections plus waiters. */

@@ -1,0 +1,63 @@
+import type { Balancer } from '../../service/balancer/types.js';
+import type { Counter, StatsReceiver } from '../../service/stats/index.js';
+import type { Endpoint } from './endpoint.js';
+
+/**
+ * A client's `loadbalancer/*` stats, Finagle's names: gauges `size`, `available`, `busy` (taken
+ * out by failure accrual or fail-fast), `closed`, `load` (requests outstanding on the balanced
+ * endpoints) and `meanweight`; counters `updates` (address sets received), `adds` and `removes`
+ * (endpoints entering and leaving the set, probation included).
+ */
+export class LoadBalancerStats {
+  readonly #adds: Counter;
+  readonly #removes: Counter;
+  readonly #updates: Counter;
+
+  constructor(stats: StatsReceiver, balancer: Balancer<Endpoint>) {
+    const lb = stats.scope('loadbalancer');
+    lb.gauge(['size'], () => balancer.size);
+    lb.gauge(['available'], () => balancer.available);
+    lb.gauge(['busy'], () => {
+      let n = 0;
+      for (const e of balancer.nodes) if (!e.closed && !e.available) n++;
+      return n;
+    });
+    lb.gauge(['closed'], () => {
+      let n = 0;
+      for (const e of balancer.nodes) if (e.closed) n++;
+      return n;
+    });
+    lb.gauge(['load'], () => {
+      let n = 0;
+      for (const e of balancer.nodes) n += e.load;
+      return n;
+    });
+    lb.gauge(['meanweight'], () => {
+      const nodes = balancer.nodes;
+      if (nodes.length === 0) return 0;
+      let w = 0;
+      for (const e of nodes) w += e.weight;
+      return w / nodes.length;
+    });
+    this.#adds = lb.counter('adds');
+    this.#removes = lb.counter('removes');
+    this.#updates = lb.counter('updates');
+  }
+
+  /** The balancer took a new address set; `before` is the node set it had. */
+  updated(before: ReadonlySet<Endpoint>, after: readonly Endpoint[]): void {
+    this.#updates.incr();
+    let kept = 0;
+    for (const e of after) {
+      if (before.has(e)) kept++;
+      else this.#adds.incr();
+    }
+    const removed = before.size - kept;
+    if (removed > 0) this.#removes.incr(removed);
+  }
+
+  /** An endpoint left the set outside an update (its probation ended). */
+  removed(): void {
+    this.#removes.incr();
+  }
+}
