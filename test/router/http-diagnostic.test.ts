@@ -2,6 +2,7 @@
 // true` is forwarded with n−1 while n > 0 and answered by the proxy at 0; each proxy on the way
 // appends a block saying how it routed the request (Linkerd's DiagnosticTracer).
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { freePort, startBackend, startRouter, type Backend, type RouterUnderTest } from './harness.js';
@@ -131,6 +132,32 @@ describe('http router: diagnostic TRACE', () => {
       assert.match(body, /HTTP 200 - OK\nDiagnostic trace encountered chunked response\. Response content discarded\.\n\n--- Router: pets ---\n/);
     } finally {
       await rt.close();
+    }
+  });
+
+  it('a body read until the connection closes is collected up to maxResponseKB; past it, a 502', async () => {
+    // Answers `GET /<n>`-style TRACEs with n bytes and no framing but the connection's end.
+    const raw = createServer((socket) => {
+      socket.once('data', (head: Buffer) => {
+        const n = Number(/^TRACE \/(\d+)/.exec(head.toString('latin1'))?.[1] ?? 0);
+        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${'r'.repeat(n)}`);
+      });
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    const rt = await startRouter({ label: 'pets', dtab: `/svc=>/$/inet/127.0.0.1/${(raw.address() as AddressInfo).port}`, maxResponseKB: 1 });
+    try {
+      const headers = { host: 'dog', 'max-forwards': '1', 'prx-add-context': 'true' };
+      const fits = await request(`${rt.url}/1024`, { method: 'TRACE', headers });
+      const body = await fits.body.text();
+      assert.equal(fits.statusCode, 200);
+      assert.match(body, new RegExp(`^r{1024}\n\n--- Router: pets ---\n`));
+      const over = await request(`${rt.url}/1025`, { method: 'TRACE', headers });
+      assert.equal(over.statusCode, 502);
+      assert.match(await over.body.text(), /exceeds the limit of 1024 bytes/);
+    } finally {
+      await rt.close();
+      await new Promise<void>((r) => raw.close(() => r()));
     }
   });
 

@@ -9,7 +9,7 @@ import {
 } from '../../protocol/http/headers/diagnostic.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
 import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
-import type { BodySink, UpstreamExchange } from '../../protocol/http/upstream.js';
+import { ResponseTooLargeError, type BodySink, type UpstreamExchange } from '../../protocol/http/upstream.js';
 import { underlyingInterpreter } from '../../interpreter/transformer.js';
 import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
 import { BindingFailedError, NoBrokersAvailableError, pickLeaf } from '../binding.js';
@@ -75,7 +75,7 @@ export async function sendWithContext(ctx: RequestContext, served: Served, succe
     }
     body = chunkedResponsePlaceholder(head, ex.status, STATUS_CODES[ex.status] ?? '');
   } else {
-    body = (await collect(ex)).toString('utf8');
+    body = (await collect(ex, ctx.handler.router.cfg.maxResponseKB * 1024)).toString('utf8');
   }
   const client = served.client;
   const context = await routerContext(ctx, client.id, client.addresses, served.attempt.endpoint.key);
@@ -126,12 +126,22 @@ function currentAddresses(name: BoundName): string[] {
   return addr.kind === 'bound' ? addr.addresses.map(addressKey) : [];
 }
 
-/** The whole response body (bounded by the exchange's `maxResponseKB`). */
-function collect(ex: UpstreamExchange): Promise<Buffer> {
+/**
+ * The whole response body, at most `limit` bytes (`maxResponseKB`): a body with a length was
+ * checked against it already, but one read until the connection closes has none.
+ */
+function collect(ex: UpstreamExchange, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let size = 0;
     const sink: BodySink = {
       write: (chunk) => {
+        size += chunk.length;
+        if (size > limit) {
+          // The caller aborts the exchange and answers the error.
+          reject(new ResponseTooLargeError(limit, undefined));
+          return true;
+        }
         chunks.push(chunk);
         return true;
       },
