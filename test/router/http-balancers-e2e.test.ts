@@ -216,6 +216,7 @@ describe('load balancers through the router: spread, a stopped endpoint, gauges'
       const seen = await sequential(c.rt, 40);
       assert.deepEqual([...seen.values()], [40], `minAperture 1: one endpoint takes it all: ${JSON.stringify([...seen])}`);
       assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/size`), 3);
+      assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/aperture`), 1);
       const after = await stopOne(c, busiest(c, seen), 30);
       assert.deepEqual([...after.values()], [30], `the window moved to one live endpoint: ${JSON.stringify([...after])}`);
     } finally {
@@ -228,6 +229,7 @@ describe('load balancers through the router: spread, a stopped endpoint, gauges'
     try {
       const seen = await sequential(c.rt, 60);
       assert.equal(seen.size, 3, JSON.stringify([...seen]));
+      assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/aperture`), 3);
       bothServe(await stopOne(c, busiest(c, seen), 40));
     } finally {
       await c.close();
@@ -252,6 +254,7 @@ describe('load balancers through the router: spread, a stopped endpoint, gauges'
       // the window takes a second endpoint, and the idle one gets the third request.
       const counts = c.backends.map((b) => b.requests.length).sort();
       assert.deepEqual(counts, [0, 1, 2]);
+      assert.equal(c.rt.metric(`${CLIENT}/loadbalancer/aperture`), 2, 'the gauge shows the wider window');
       for (const r of held) r.end('ok');
       for (const p of pending) assert.equal((await p).status, 200);
     } finally {

@@ -6,7 +6,8 @@ import type { Endpoint } from './endpoint.js';
  * A client's `loadbalancer/*` stats, Finagle's names: gauges `size`, `available`, `busy` (taken
  * out by failure accrual or fail-fast), `closed`, `load` (requests outstanding on the balanced
  * endpoints) and `meanweight`; counters `updates` (address sets received), `adds` and `removes`
- * (endpoints entering and leaving the set, probation included).
+ * (endpoints entering and leaving the set, probation included); with `aperture`, the window's
+ * size as the `aperture` gauge.
  */
 export class LoadBalancerStats {
   readonly #adds: Counter;
@@ -39,6 +40,7 @@ export class LoadBalancerStats {
       for (const e of nodes) w += e.weight;
       return w / nodes.length;
     });
+    if (balancer.aperture !== undefined) lb.gauge(['aperture'], () => balancer.aperture ?? 0);
     this.#adds = lb.counter('adds');
     this.#removes = lb.counter('removes');
     this.#updates = lb.counter('updates');

@@ -27,6 +27,8 @@ export interface Balancer<N extends BalancerNode> {
   /** Nodes with available === true (stat loadbalancer/available). */
   readonly available: number;
   readonly nodes: readonly N[];
+  /** Aperture kinds: how many nodes the window holds now (stat loadbalancer/aperture). */
+  readonly aperture?: number;
 }
 
 /** Makes one balancer per client; each call returns an independent instance. */
