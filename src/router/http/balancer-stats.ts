@@ -13,8 +13,10 @@ export class LoadBalancerStats {
   readonly #adds: Counter;
   readonly #removes: Counter;
   readonly #updates: Counter;
+  readonly #balancer: Balancer<Endpoint>;
 
   constructor(stats: StatsReceiver, balancer: Balancer<Endpoint>) {
+    this.#balancer = balancer;
     const lb = stats.scope('loadbalancer');
     lb.gauge(['size'], () => balancer.size);
     lb.gauge(['available'], () => balancer.available);
@@ -47,10 +49,10 @@ export class LoadBalancerStats {
   }
 
   /** The balancer took a new address set; `before` is the node set it had. */
-  updated(before: ReadonlySet<Endpoint>, after: readonly Endpoint[]): void {
+  updated(before: ReadonlySet<Endpoint>): void {
     this.#updates.incr();
     let kept = 0;
-    for (const e of after) {
+    for (const e of this.#balancer.nodes) {
       if (before.has(e)) kept++;
       else this.#adds.incr();
     }

@@ -87,18 +87,20 @@ const CERT_VERIFY_FAILURES = new Set([
  * codes, and certificate verification), as Finagle counts a failed handshake as a failed connect.
  */
 export function isConnectFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (CONNECT_FAILURES.has(code) || isTlsFailureCode(code));
-}
-
-function isTlsFailureCode(code: string): boolean {
-  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || CERT_VERIFY_FAILURES.has(code);
+  const code = errorCode(err);
+  return CONNECT_FAILURES.has(code) || isTlsFailure(err);
 }
 
 /** Whether `err` is a failed TLS handshake (an operator's business: a certificate or name is wrong). */
-function isTlsFailure(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && isTlsFailureCode(code);
+function isTlsFailure(err: unknown): boolean {
+  const code = errorCode(err);
+  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || CERT_VERIFY_FAILURES.has(code);
+}
+
+/** `err.code` when it is a string, else ''. */
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
 }
 
 /** How often one endpoint's failing TLS handshakes are logged. */
@@ -411,7 +413,7 @@ export class HttpClient implements Closable {
     }
     const before = new Set(this.#balancer.nodes);
     this.#balancer.update([...next.values()]);
-    this.#lbStats.updated(before, this.#balancer.nodes);
+    this.#lbStats.updated(before);
     // With probation the balancer keeps removed endpoints while they are healthy: keep those open.
     const kept = new Set(this.#balancer.nodes);
     this.#probation.clear();
