@@ -67,6 +67,7 @@ export class HttpRouter implements RunningRouter {
    */
   readonly via = new ViaStamp();
   readonly #clientParams = new Map<string, ResolvedClient>();
+  readonly #protected: RouterContext['protectedListeners'];
   readonly #servers: ServerHandle[] = [];
   #closing: Promise<void> | undefined;
 
@@ -77,6 +78,7 @@ export class HttpRouter implements RunningRouter {
     this.baseDtab = readDtab(cfg.dtab);
     this.log = ctx.log.child({ router: cfg.label });
     this.tracer = ctx.tracer;
+    this.#protected = ctx.protectedListeners;
     this.stats = routerStats(ctx.stats, cfg.label);
     if (cfg.originator) this.stats.gauge(['originator'], () => 1);
     this.interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
@@ -231,10 +233,11 @@ export class HttpRouter implements RunningRouter {
   };
 
   #buildClient(id: string, name: BoundName): HttpClient {
-    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, () => {
+    const onClose = (): void => {
       this.#clientParams.delete(id);
       pruneClient(this.stats, id);
-    });
+    };
+    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, onClose, this.#protected);
   }
 }
 

@@ -121,6 +121,24 @@ export class RoutingLoopError extends ProxyError {
   }
 }
 
+/**
+ * The endpoint picked for the request is this proxy's own admin interface. A dtab (the config's or
+ * a request's `prx-dtab`) must not turn the data plane into a way to reach the admin (e.g.
+ * `POST /admin/shutdown`) unless `admin.allowProxiedAccess` says so. Refused before any
+ * connection, so it never counts against the endpoint.
+ */
+export class AdminTargetRefusedError extends ProxyError {
+  constructor(service: string, endpoint: string) {
+    super(
+      'PRX_ERR_ADMIN_TARGET',
+      `Refusing to route ${service} to ${endpoint}: it is this proxy's admin interface. ` +
+        'Set admin.allowProxiedAccess: true to allow routing to it.',
+      403,
+      false,
+    );
+  }
+}
+
 /** `Max-Forwards` on a diagnostic TRACE is not an integer. */
 export class InvalidMaxForwardsError extends ProxyError {
   constructor() {
