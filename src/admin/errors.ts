@@ -38,6 +38,21 @@ export class MethodNotAllowedError extends AdminHttpError {
   }
 }
 
+/**
+ * 403: a request that can change the process (a control endpoint, or any method but GET and
+ * HEAD) carries the marks of a web page's cross-site request: refused as CSRF.
+ */
+export class CrossSiteRequestError extends AdminHttpError {
+  constructor(reason: string) {
+    super(
+      'PRX_ERR_ADMIN_CROSS_SITE',
+      403,
+      `refused: ${reason}. Requests that change state (control endpoints, and any method but GET and HEAD) ` +
+        'are not accepted from web pages; send them without a foreign Origin, with parameters in the query string or a JSON body.',
+    );
+  }
+}
+
 /** 409: the resource is busy (one profile at a time). */
 export class ConflictError extends AdminHttpError {
   constructor(message: string) {

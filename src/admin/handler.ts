@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { BadRequestError } from './errors.js';
 import type { AdminCategory } from './security.js';
 
 /**
@@ -80,14 +81,24 @@ export function acceptsJson(accept: string | undefined): boolean {
 }
 
 /**
- * The request's parameters: the query string plus, for a form-encoded body, the body's fields
- * (Linkerd's handlers read both the same way).
+ * The request's parameters: the query string plus, for a JSON object body, its string, number and
+ * boolean fields. (Linkerd's handlers also read form-encoded bodies; prx refuses those on requests
+ * that change state, since any web page's form can post them.) A malformed JSON body is a 400.
  */
 export function requestParams(req: AdminRequest): URLSearchParams {
   const params = new URLSearchParams(req.query);
-  const contentType = req.headers['content-type'] ?? '';
-  if (req.body.length > 0 && contentType.startsWith('application/x-www-form-urlencoded')) {
-    for (const [k, v] of new URLSearchParams(req.body.toString('utf8'))) params.append(k, v);
+  const contentType = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
+  if (req.body.length > 0 && contentType === 'application/json') {
+    let fields: unknown;
+    try {
+      fields = JSON.parse(req.body.toString('utf8'));
+    } catch {
+      throw new BadRequestError('the body is not valid JSON');
+    }
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) throw new BadRequestError('the JSON body must be an object');
+    for (const [k, v] of Object.entries(fields)) {
+      if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') params.append(k, String(v));
+    }
   }
   return params;
 }

@@ -11,6 +11,7 @@ import {
   DuplicateEndpointError,
   MethodNotAllowedError,
   AdminBodyTooLargeError,
+  CrossSiteRequestError,
 } from './errors.js';
 import {
   acceptsJson,
@@ -20,7 +21,7 @@ import {
   type AdminRequest,
   type AdminResponse,
 } from './handler.js';
-import { categoryOf, OPEN_POLICY, SecurityPolicy, type AdminCategory, type AdminSecurity } from './security.js';
+import { categoryOf, changesState, crossSiteReason, OPEN_POLICY, SecurityPolicy, type AdminCategory, type AdminSecurity } from './security.js';
 
 /** The admin server's TLS object (config `admin.tls`). `caCertPath` makes client certificates mandatory. */
 export interface AdminTls {
@@ -74,9 +75,10 @@ const PREFIX_MARK = '/*';
  * The admin HTTP(S) server: a table of endpoints behind the security policy.
  *
  * Request flow: security (a rejected path is a 404 with an empty body, indistinguishable from a
- * disabled feature) → route (exact path, else the longest prefix pattern) → method → bounded body
- * → handler. A handler's {@link AdminHttpError} becomes its status; any other throw becomes a 500
- * and the server keeps serving.
+ * disabled feature) → route (exact path, else the longest prefix pattern) → method → cross-site
+ * check of requests that change state (403) → bounded body → handler. A handler's
+ * {@link AdminHttpError} becomes its status; any other throw becomes a 500 and the server keeps
+ * serving.
  */
 export class AdminServer {
   readonly #options: AdminServerOptions;
@@ -264,6 +266,13 @@ export class AdminServer {
     const { route, rest } = match;
     if (route.methods && !route.methods.includes(method) && !(method === 'HEAD' && route.methods.includes('GET'))) {
       throw new MethodNotAllowedError(method, route.methods);
+    }
+    if (changesState(method, category)) {
+      const reason = crossSiteReason(req.headers, this.#options.tls ? 'https' : 'http');
+      if (reason !== undefined) {
+        req.resume();
+        throw new CrossSiteRequestError(reason);
+      }
     }
     const body = await readBody(req, this.#maxBody);
     const request: AdminRequest = {

@@ -32,6 +32,7 @@ import {
   type MountedNamer,
   type NameInterpreter,
 } from '../naming/index.js';
+import { ProtectedListeners } from '../router/protected-listeners.js';
 import type { RouterContext, RunningRouter, ServerAddress } from '../router/types.js';
 import { broadcastStats, MetricsRegistry, type StatsReceiver } from '../service/stats/index.js';
 import { broadcastTracer, type Tracer } from '../service/tracing.js';
@@ -163,8 +164,13 @@ function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
       namers.push({ prefix, namer: running, running });
     }
     const system = new SystemNamer({ resolveHost: dnsResolver() });
+    // The admin's address is known from the config (its port is never 0): routers refuse it from the start.
+    const protectedListeners = config.admin.allowProxiedAccess ? undefined : new ProtectedListeners();
+    protectedListeners?.add(config.admin.ip, config.admin.port);
+    if (config.admin.httpIdentifierPort !== undefined) protectedListeners?.add(config.admin.ip, config.admin.httpIdentifierPort);
     for (const r of config.routers) {
-      const ctx: RouterContext = { stats, namers, system, tracer, log: logs.get(`prx.router.${r.label}`) };
+      const log = logs.get(`prx.router.${r.label}`);
+      const ctx: RouterContext = { stats, namers, system, tracer, log, ...(protectedListeners === undefined ? {} : { protectedListeners }) };
       routers.push(create<RouterContext, RunningRouter>('protocol', r.protocol, r, ctx));
       const mounted: MountedAnnouncer[] = [];
       announcers.push(mounted);

@@ -54,8 +54,11 @@ export function adminConfigSchema(defaultPort: number) {
   });
 }
 
-/** The proxy's admin interface (default port 9990). */
-export const adminConfig = adminConfigSchema(9990);
+/**
+ * The proxy's admin interface (default port 9990). `allowProxiedAccess`: whether the routers may
+ * send requests to it (a dtab naming the admin's address); refused by default.
+ */
+export const adminConfig = adminConfigSchema(9990).extend({ allowProxiedAccess: z.boolean().default(false) });
 
 /**
  * Usage reporting. Reports are sent (hourly) only when `enabled` and an `endpoint` is set: prx does

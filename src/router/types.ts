@@ -5,6 +5,7 @@ import { registerKind, type KindDef } from '../config/registry.js';
 import type { Dtab, MountedNamer, NameInterpreter, Namer, Path } from '../naming/index.js';
 import type { StatsReceiver } from '../service/stats/index.js';
 import type { Tracer } from '../service/tracing.js';
+import type { ProtectedListeners } from './protected-listeners.js';
 
 /** What the process gives every router it builds. */
 export interface RouterContext {
@@ -16,6 +17,8 @@ export interface RouterContext {
   readonly system: Namer;
   readonly tracer: Tracer;
   readonly log: Logger;
+  /** This process's listeners requests must not be routed to (its admin interface); absent: none. */
+  readonly protectedListeners?: ProtectedListeners;
 }
 
 /** A listening server of a router. */

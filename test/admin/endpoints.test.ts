@@ -141,18 +141,18 @@ describe('built-in endpoints', () => {
     assert.ok(rows.some((x) => x.logger === 'prx.router.http' && x.level === 'INFO'));
   });
 
-  test('/logging.json: POST with query or form params changes a level', T, async () => {
+  test('/logging.json: POST with query or JSON params changes a level', T, async () => {
     const viaQuery = await request(`${admin.url}/logging.json?logger=prx.router&level=DEBUG`, { method: 'POST' });
     assert.equal(viaQuery.status, 200);
     assert.deepEqual(JSON.parse(viaQuery.text), { logger: 'prx.router', level: 'DEBUG' });
     assert.equal(logs.get('prx.router.http').level, 'debug', 'inherited by the child');
 
-    const viaForm = await request(`${admin.url}/logging.json`, {
+    const viaJson = await request(`${admin.url}/logging.json`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'logger=prx.router.http&level=warning',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ logger: 'prx.router.http', level: 'warning' }),
     });
-    assert.equal(viaForm.status, 200);
+    assert.equal(viaJson.status, 200);
     assert.equal(logs.get('prx.router.http').level, 'warn');
 
     const rows = (await getJson(`${admin.url}/logging.json`)).body as { logger: string; level: string }[];

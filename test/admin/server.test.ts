@@ -40,6 +40,7 @@ describe('categories and the security rule', () => {
     for (const p of [...ui, '/delegator', '/delegator.json', '/logging', '/help']) assert.equal(categoryOf(p), 'ui', p);
     assert.equal(categoryOf('/admin/shutdown'), 'control');
     assert.equal(categoryOf('/logging.json'), 'control');
+    assert.equal(categoryOf('/admin/tracing'), 'control', 'it switches tracing on and off');
     const diagnostics = ['/admin/metrics/prometheus', '/admin/ping', '/admin/pprof/profile', '/bound-names.json'];
     for (const p of [...diagnostics, '/files', '/logging.jsonx']) assert.equal(categoryOf(p), 'diagnostics', p);
   });
@@ -200,9 +201,11 @@ describe('AdminServer', () => {
   });
 
   test('bodies are read and bounded (413 past the limit)', T, async () => {
-    const ok = await request(`${server.url}/admin/echo`, { method: 'POST', body: 'hello' });
+    // (fetch labels a string body text/plain, which a state-changing request may not carry.)
+    const octets = { 'content-type': 'application/octet-stream' };
+    const ok = await request(`${server.url}/admin/echo`, { method: 'POST', headers: octets, body: 'hello' });
     assert.equal(ok.text, '5:hello\n');
-    const big = await request(`${server.url}/admin/echo`, { method: 'POST', body: 'x'.repeat(65) });
+    const big = await request(`${server.url}/admin/echo`, { method: 'POST', headers: octets, body: 'x'.repeat(65) });
     assert.equal(big.status, 413);
     assert.equal(big.text, 'request body exceeds 64 bytes\n');
     // Chunked (no content-length): the limit is enforced while reading.
@@ -212,7 +215,7 @@ describe('AdminServer', () => {
         c.close();
       },
     });
-    const chunked = await request(`${server.url}/admin/echo`, { method: 'POST', body: stream, duplex: 'half' });
+    const chunked = await request(`${server.url}/admin/echo`, { method: 'POST', headers: octets, body: stream, duplex: 'half' });
     assert.equal(chunked.status, 413);
     assert.equal((await request(`${server.url}/admin/ping`)).status, 200);
   });

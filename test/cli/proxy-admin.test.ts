@@ -193,8 +193,8 @@ describe('proxy process: admin wiring', () => {
     assert.ok(before.some((l) => l.logger === 'prx.router.web'));
     const set = await request(`${s.admin}/logging.json`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'logger=prx.router&level=DEBUG',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ logger: 'prx.router', level: 'DEBUG' }),
     });
     assert.equal(set.status, 200);
     const after = (await getJson(`${s.admin}/logging.json`)).body as { logger: string; level: string }[];

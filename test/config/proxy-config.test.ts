@@ -75,7 +75,7 @@ describe('validateProxyConfig: structure', () => {
 
   it('rejects unknown keys in nested objects', () => {
     assert.deepEqual(problems({ ...minimal, admin: { prot: 9990 } }).lines, [
-      'admin.prot: unknown key (known keys: ip, port, httpIdentifierPort, shutdownGraceMs, tls, security, workerThreads)',
+      'admin.prot: unknown key (known keys: ip, port, httpIdentifierPort, shutdownGraceMs, tls, security, workerThreads, allowProxiedAccess)',
     ]);
   });
 
@@ -231,6 +231,7 @@ describe('validateProxyConfig: defaults', () => {
       shutdownGraceMs: 10000,
       security: { uiEnabled: true, controlEnabled: true, diagnosticsEnabled: true, pathWhitelist: [], pathBlacklist: [] },
       workerThreads: 2,
+      allowProxiedAccess: false,
     });
     assert.deepEqual(cfg.routers[0], {
       protocol: 'test',

@@ -133,11 +133,12 @@ describe('http headers', () => {
 
   it('Via: this hop is appended to request and response; more than 1000 hops is a loop → 400', async () => {
     const r = await forward({ via: '1.0 fred, 1.1 p.example.net' });
-    assert.equal(r.seen.headers['via'], '1.0 fred, 1.1 p.example.net, 1.1 prx');
-    assert.equal(r.headers['via'], '1.1 prx');
+    const me = `1.1 prx (${rt.router.via.token})`;
+    assert.equal(r.seen.headers['via'], `1.0 fred, 1.1 p.example.net, ${me}`);
+    assert.equal(r.headers['via'], me);
     const hop = await request(`${rt.url}/`, { headers: { host: 'web', 'x-respond-hop': '1' } });
     await hop.body.text();
-    assert.equal(hop.headers['via'], '1.1 upstream-proxy, 1.1 prx');
+    assert.equal(hop.headers['via'], `1.1 upstream-proxy, ${me}`);
 
     const seen = backend.requests.length;
     // Short entries keep 1000 hops under maxHeadersKB.
@@ -157,8 +158,9 @@ describe('http headers', () => {
     try {
       const r = await request(`${front.url}/`, { headers: { host: 'a' } });
       assert.equal(await r.body.text(), 'hdr');
-      assert.equal(backend.requests.at(-1)?.headers['via'], '1.1 prx, 1.1 prx');
-      assert.equal(r.headers['via'], '1.1 prx, 1.1 prx');
+      const [outer, innerHop] = [`1.1 prx (${front.router.via.token})`, `1.1 prx (${inner.router.via.token})`];
+      assert.equal(backend.requests.at(-1)?.headers['via'], `${outer}, ${innerHop}`);
+      assert.equal(r.headers['via'], `${innerHop}, ${outer}`);
       // The inner router saw the outer's context: same trace, its dtab/service headers rewritten.
       assert.equal(backend.requests.at(-1)?.headers['prx-dst-service'], '/svc/a');
       assert.equal(backend.requests.at(-1)?.headers['prx-dst-client'], `/$/inet/127.0.0.1/${backend.port}`);

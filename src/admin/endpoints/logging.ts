@@ -9,14 +9,14 @@ function row({ logger, level }: LoggerLevel): { logger: string; level: string } 
 
 /**
  * `/logging.json`: GET lists loggers and levels (root first, then by name); POST with `logger`
- * and `level` (query or form body) sets a level — an unknown logger is fine, as in Linkerd, an
+ * and `level` (query string or JSON body) sets a level — an unknown logger is fine, as in Linkerd, an
  * unknown level is a 400.
  */
 export function loggingEndpoint(logs: LogRegistry): AdminEndpoint {
   return {
     path: '/logging.json',
     method: ['GET', 'POST'],
-    description: 'Configured loggers and log levels; POST logger=<name>&level=<level> changes one.',
+    description: 'Configured loggers and log levels; POST ?logger=<name>&level=<level> (or a JSON body) changes one.',
     handler: (req) => {
       if (req.method !== 'POST') return jsonResponse(logs.list().map(row));
       const params = requestParams(req);

@@ -6,7 +6,8 @@ import { RetryBudget } from '../../service/policy/index.js';
 import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
 import { ExceptionCounters, transportError } from '../../service/stats/exception-stats.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import { ProxyError } from '../../protocol/http/headers/proxy-errors.js';
+import { AdminTargetRefusedError, ProxyError } from '../../protocol/http/headers/proxy-errors.js';
+import type { ProtectedListeners } from '../protected-listeners.js';
 import { NoBrokersAvailableError } from '../binding.js';
 import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
 import { LoadBalancerStats } from './balancer-stats.js';
@@ -182,11 +183,16 @@ export class HttpClient implements Closable {
   #unresolvedWaiters: (() => void)[] | undefined = [];
 
   readonly #onClose: (() => void) | undefined;
+  readonly #protected: ProtectedListeners | undefined;
 
-  /** `onClose` runs once the client is closed (its cache entry evicted): the owner's clean-up. */
-  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger, onClose?: () => void) {
+  /**
+   * `onClose` runs once the client is closed (its cache entry evicted): the owner's clean-up.
+   * Requests are never sent to `protectedListeners` (the process's admin interface).
+   */
+  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger, onClose?: () => void, protectedListeners?: ProtectedListeners) {
     this.id = name.idStr;
     this.#onClose = onClose;
+    this.#protected = protectedListeners;
     this.#params = params;
     this.#stats = stats;
     this.#log = log;
@@ -274,6 +280,8 @@ export class HttpClient implements Closable {
       if (handle.cancelled !== undefined) throw handle.cancelled;
       const endpoint = this.#balancer.pick();
       if (endpoint === undefined) throw new NoBrokersAvailableError(this.id, `No hosts are available for client ${this.id}`);
+      // Refused before accrual and stats: the endpoint did nothing wrong, the routing did.
+      if (this.#protected?.covers(endpoint.address.host, endpoint.address.port) === true) throw new AdminTargetRefusedError(service, endpoint.key);
       const probes = endpoint.accrual.probes;
       endpoint.accrual.tryAcquire();
       if (endpoint.accrual.probes !== probes) this.#probes.incr();

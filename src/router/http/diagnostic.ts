@@ -8,7 +8,7 @@ import {
   type DiagnosticDecision,
 } from '../../protocol/http/headers/diagnostic.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
-import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
+import { appendVia } from '../../protocol/http/headers/via.js';
 import { ResponseTooLargeError, type BodySink, type UpstreamExchange } from '../../protocol/http/upstream.js';
 import { underlyingInterpreter } from '../../interpreter/transformer.js';
 import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
@@ -82,7 +82,7 @@ export async function sendWithContext(ctx: RequestContext, served: Served, succe
   const payload = Buffer.from(appendRouterContext(body, context), 'utf8');
   stripHopByHopHeaders(headers, { keepUpgrade: false });
   delete headers['content-length'];
-  appendVia(headers, viaEntry(ctx.req.httpVersion));
+  appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
   headers['content-length'] = String(payload.length);
   if (res.destroyed) return;
   ctx.status = ex.status;

@@ -15,7 +15,7 @@ import {
   RichNoBrokersAvailableError,
   UpstreamFailureError,
 } from '../../protocol/http/headers/proxy-errors.js';
-import { appendVia, viaEntry } from '../../protocol/http/headers/via.js';
+import { appendVia } from '../../protocol/http/headers/via.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import { BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
 import { ConnectionFailedError } from './client.js';
@@ -83,18 +83,18 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
     // The common case: one pass over the upstream headers into the list writeHead takes. The
     // compressor looks only at end-to-end headers, so it may run before hop-by-hop stripping.
     const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
-    const list = forwardedHeaderList(headers, upgrade, viaEntry(ctx.req.httpVersion));
+    const list = forwardedHeaderList(headers, upgrade, ctx.handler.router.via.entry(ctx.req.httpVersion));
     if (list !== undefined) {
       sendUpstreamResponse(ctx, res, ex, list, compressor, success);
       return;
     }
     stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-    appendVia(headers, viaEntry(ctx.req.httpVersion));
+    appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
     sendUpstreamResponse(ctx, res, ex, headers as Record<string, string | string[]>, compressor, success);
     return;
   }
   stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-  appendVia(headers, viaEntry(ctx.req.httpVersion));
+  appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
   if (clearResponseContext(headers)) {
     ex.discard();
     ctx.responseLength = 0;

@@ -4,8 +4,8 @@ import { RequestBodyTooLargeError } from '../../protocol/http/h1-server-request.
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
 import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
-import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError } from '../../protocol/http/headers/proxy-errors.js';
-import { appendViaToRequest, checkCallDepth, viaEntry } from '../../protocol/http/headers/via.js';
+import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError, RoutingLoopError } from '../../protocol/http/headers/proxy-errors.js';
+import { appendViaToRequest, checkCallDepth } from '../../protocol/http/headers/via.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
 import type { OutboundRequest, AttemptHandle } from './endpoint.js';
@@ -143,6 +143,8 @@ export class RequestContext implements ResponseOwner {
       if (identified.kind === 'unidentified') {
         throw new UnknownDestinationError({ method: this.out.method, uri: url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort }, identified.reason);
       }
+      // This router's own Via entry on the way in: the request looped back here (first revisit).
+      if (router.via.seenInHeaders(headers)) throw new RoutingLoopError(identified.dst.show, router.label, router.via.token);
       if (identified.url !== undefined) this.out.path = identified.url;
       this.dst = identified.dst;
       this.localDtab = localDtab;
@@ -156,7 +158,7 @@ export class RequestContext implements ResponseOwner {
         delete headers['upgrade'];
         delete headers['connection'];
       }
-      appendViaToRequest(headers, viaEntry(req.httpVersion));
+      appendViaToRequest(headers, router.via.entry(req.httpVersion));
       const stamp = this.handler.cfg.timestampHeader;
       if (stamp !== undefined) headers[stamp.toLowerCase()] = String(Date.now());
       this.handler.forwarded?.(this);

@@ -19,6 +19,7 @@ import { PathService, type PathServiceHost } from './path-service.js';
 import type { HttpRouterConfig, HttpServerConfig } from './schema.js';
 import type { RequestContext } from './ingress.js';
 import { clientSpan, serverSpan, type TracePropagator } from '../../protocol/http/headers/trace-propagator.js';
+import { ViaStamp } from '../../protocol/http/headers/via.js';
 
 /**
  * The value of a tree or bound cache entry. Finagle keeps a service factory per bound tree and per
@@ -59,7 +60,14 @@ export class HttpRouter implements RunningRouter {
   readonly clients: BindingCache<HttpClient, BoundName>;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
   readonly trace: (ctx: RequestContext, headers: IncomingHttpHeaders) => void;
+  /**
+   * This router's Via entry, with a token made once per router: a request that comes back to the
+   * router is a loop (508). Per router, not per process: `outgoing` → `incoming` of the same
+   * process (linker-to-linker on one host) is two routers and no loop.
+   */
+  readonly via = new ViaStamp();
   readonly #clientParams = new Map<string, ResolvedClient>();
+  readonly #protected: RouterContext['protectedListeners'];
   readonly #servers: ServerHandle[] = [];
   #closing: Promise<void> | undefined;
 
@@ -70,6 +78,7 @@ export class HttpRouter implements RunningRouter {
     this.baseDtab = readDtab(cfg.dtab);
     this.log = ctx.log.child({ router: cfg.label });
     this.tracer = ctx.tracer;
+    this.#protected = ctx.protectedListeners;
     this.stats = routerStats(ctx.stats, cfg.label);
     if (cfg.originator) this.stats.gauge(['originator'], () => 1);
     this.interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
@@ -224,10 +233,11 @@ export class HttpRouter implements RunningRouter {
   };
 
   #buildClient(id: string, name: BoundName): HttpClient {
-    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, () => {
+    const onClose = (): void => {
       this.#clientParams.delete(id);
       pruneClient(this.stats, id);
-    });
+    };
+    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, onClose, this.#protected);
   }
 }
 

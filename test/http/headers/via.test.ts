@@ -9,15 +9,28 @@ import {
   countViaEntries,
   DEFAULT_MAX_CALL_DEPTH,
   VIA_H2,
-  viaEntry,
+  ViaStamp,
 } from '../../../src/protocol/http/headers/via.js';
 
 describe('Via', () => {
-  it('names this hop by HTTP version', () => {
-    assert.equal(viaEntry('1.1'), '1.1 prx');
-    assert.equal(viaEntry('1.0'), '1.0 prx');
-    assert.equal(viaEntry('2.0'), '2.0 prx');
+  it('names this hop by HTTP version, with the router\'s token as a comment', () => {
+    const stamp = new ViaStamp('0123456789ab');
+    assert.equal(stamp.entry('1.1'), '1.1 prx (0123456789ab)');
+    assert.equal(stamp.entry('1.0'), '1.0 prx (0123456789ab)');
+    assert.equal(stamp.entry('2.0'), '2.0 prx (0123456789ab)');
+    assert.equal(stamp.entry('1.1'), stamp.entry('1.1'), 'made once');
     assert.equal(VIA_H2, 'h2 prx');
+    assert.match(new ViaStamp().token, /^[0-9a-f]{12}$/);
+    assert.notEqual(new ViaStamp().token, new ViaStamp().token);
+  });
+
+  it('recognises its own entry in a Via value, folded or repeated', () => {
+    const stamp = new ViaStamp('0123456789ab');
+    assert.equal(stamp.seenInHeaders({}), false);
+    assert.equal(stamp.seenInHeaders({ via: '1.1 prx (ba9876543210), 1.0 fred' }), false);
+    assert.equal(stamp.seenInHeaders({ via: '1.0 fred, 1.1 prx (0123456789ab)' }), true);
+    assert.equal(stamp.seenInHeaders({ via: ['1.0 fred', '1.1 prx (0123456789ab)'] }), true);
+    assert.equal(stamp.seenIn('1.1 prx'), false);
   });
 
   it('appends with ", " or sets the header when absent', () => {

@@ -104,6 +104,41 @@ export class MaxCallDepthExceededError extends ProxyError {
   }
 }
 
+/**
+ * The request came back to the router that already forwarded it (its `Via` lists this router's
+ * token): a routing loop through this very proxy, refused on the first revisit. 508 (RFC 5842
+ * "Loop Detected"): the routing is at fault, not the request, so it counts as a failure.
+ */
+export class RoutingLoopError extends ProxyError {
+  constructor(service: string, router: string, token: string) {
+    super(
+      'PRX_ERR_ROUTING_LOOP',
+      `Routing loop detected: the request for ${service} came back to router ${router} (Via token ${token}). ` +
+        'Please check for proxy loops: a dtab routes this proxy to itself.',
+      508,
+      false,
+    );
+  }
+}
+
+/**
+ * The endpoint picked for the request is this proxy's own admin interface. A dtab (the config's or
+ * a request's `prx-dtab`) must not turn the data plane into a way to reach the admin (e.g.
+ * `POST /admin/shutdown`) unless `admin.allowProxiedAccess` says so. Refused before any
+ * connection, so it never counts against the endpoint.
+ */
+export class AdminTargetRefusedError extends ProxyError {
+  constructor(service: string, endpoint: string) {
+    super(
+      'PRX_ERR_ADMIN_TARGET',
+      `Refusing to route ${service} to ${endpoint}: it is this proxy's admin interface. ` +
+        'Set admin.allowProxiedAccess: true to allow routing to it.',
+      403,
+      false,
+    );
+  }
+}
+
 /** `Max-Forwards` on a diagnostic TRACE is not an integer. */
 export class InvalidMaxForwardsError extends ProxyError {
   constructor() {

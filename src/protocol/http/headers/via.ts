@@ -1,8 +1,11 @@
 /**
- * `Via`: each prx hop appends itself to requests and responses (`1.1 prx`; `h2 prx` on the h2
- * router), and a request already carrying more than `maxCallDepth` entries is refused, which
- * breaks routing loops.
+ * `Via`: each prx hop appends itself to requests and responses (`1.1 prx (<token>)`; `h2 prx` on
+ * the h2 router), and a request already carrying more than `maxCallDepth` entries is refused, which
+ * breaks routing loops through other proxies. The token (a random comment made once per router)
+ * lets a router see its own entry on a request that comes back to it: a loop through this very
+ * router is refused on its first revisit instead of after `maxCallDepth` hops.
  */
+import { randomBytes } from 'node:crypto';
 import { HOST, VIA } from './names.js';
 import { MaxCallDepthExceededError } from './proxy-errors.js';
 import type { HeaderMap } from './types.js';
@@ -14,15 +17,48 @@ export const DEFAULT_MAX_CALL_DEPTH = 1000;
 /** The h2 router's Via entry. */
 export const VIA_H2 = 'h2 prx';
 
-/** This hop's Via entry for an HTTP message of `httpVersion` (`1.1` → `1.1 prx`). */
-export function viaEntry(httpVersion: string): string {
-  switch (httpVersion) {
-    case '1.1':
-      return '1.1 prx';
-    case '1.0':
-      return '1.0 prx';
-    default:
-      return `${httpVersion} prx`;
+/** A fresh loop token: 12 lower-case hex digits (48 random bits; a tchar sequence, valid in a comment). */
+export function newViaToken(): string {
+  return randomBytes(6).toString('hex');
+}
+
+/**
+ * One router's Via identity: the entry it appends, `<version> prx (<token>)` (RFC 9110 §7.6.3: a
+ * received-by pseudonym and a comment), and the recognition of that entry on an inbound request.
+ * Entries are made once, so the request path allocates nothing for them.
+ */
+export class ViaStamp {
+  readonly token: string;
+  /** The comment as it appears in an entry, `(<token>)`: what {@link seenIn} looks for. */
+  readonly #mark: string;
+  readonly #entry11: string;
+  readonly #entry10: string;
+
+  constructor(token: string = newViaToken()) {
+    this.token = token;
+    this.#mark = `(${token})`;
+    this.#entry11 = `1.1 prx ${this.#mark}`;
+    this.#entry10 = `1.0 prx ${this.#mark}`;
+  }
+
+  /** This hop's entry for a message of `httpVersion`. */
+  entry(httpVersion: string): string {
+    if (httpVersion === '1.1') return this.#entry11;
+    if (httpVersion === '1.0') return this.#entry10;
+    return `${httpVersion} prx ${this.#mark}`;
+  }
+
+  /** Whether a Via value already lists this hop (the request has been here before). */
+  seenIn(via: string): boolean {
+    return via.includes(this.#mark);
+  }
+
+  /** Whether the message's Via header (one value or several) already lists this hop. */
+  seenInHeaders(headers: HeaderMap): boolean {
+    const via = headers[VIA];
+    if (via === undefined) return false;
+    if (typeof via === 'string') return via.includes(this.#mark);
+    return via.some((v) => v.includes(this.#mark));
   }
 }
 
