@@ -5,7 +5,6 @@
  * lets a router see its own entry on a request that comes back to it: a loop through this very
  * router is refused on its first revisit instead of after `maxCallDepth` hops.
  */
-import { randomBytes } from 'node:crypto';
 import { HOST, VIA } from './names.js';
 import { MaxCallDepthExceededError } from './proxy-errors.js';
 import type { HeaderMap } from './types.js';
@@ -17,9 +16,15 @@ export const DEFAULT_MAX_CALL_DEPTH = 1000;
 /** The h2 router's Via entry. */
 export const VIA_H2 = 'h2 prx';
 
-/** A fresh loop token: 12 lower-case hex digits (48 random bits; a tchar sequence, valid in a comment). */
+/**
+ * A fresh loop token: 12 lower-case hex digits (48 random bits; a tchar sequence, valid in a
+ * comment). It only has to tell routers apart, not resist guessing, so Math.random serves and
+ * plain HTTP start-up keeps node:crypto unloaded.
+ */
 export function newViaToken(): string {
-  return randomBytes(6).toString('hex');
+  const hi = Math.floor(Math.random() * 0x1000000);
+  const lo = Math.floor(Math.random() * 0x1000000);
+  return hi.toString(16).padStart(6, '0') + lo.toString(16).padStart(6, '0');
 }
 
 /**
