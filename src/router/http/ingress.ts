@@ -100,6 +100,20 @@ export class RequestContext implements ResponseOwner {
     this.finish(this.status, this.#successOnFinish);
   }
 
+  /**
+   * The forwarded body failed. An upstream failure (framing, a connection cut mid-body) counts
+   * against the endpoint; before any byte went out the client gets a 502 with `prx-err` instead of
+   * the broken response, and after that its connection is cut (the caller's part).
+   */
+  bodyFailed(err: Error, headSent: boolean): boolean {
+    const served = this.served;
+    if (served !== undefined && served.attempt.exchange.error === err) served.client.recordBodyFailure(served.attempt);
+    if (headSent) return false;
+    this.#successOnFinish = false;
+    writeErrorResponse(this, err);
+    return true;
+  }
+
   /** The forwarded response is being written: once it is all out, the request completes as `success`. */
   succeedOnFinish(success: boolean): void {
     this.#successOnFinish = success;
