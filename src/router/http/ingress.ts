@@ -140,6 +140,10 @@ export class RequestContext implements ResponseOwner {
     const req = this.req;
     const headers = req.headers;
     try {
+      // The client's hop-by-hop list applies to the client's headers only: stripped before prx
+      // adds its own, so `Connection: prx-dst-service` (or `via`, `host`…) cannot remove them.
+      const upgrading = this.socket !== undefined;
+      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
       // as Linkerd's ProxyRewriteFilter does, before anything reads the URI.
       if (this.out.path.charCodeAt(0) !== 0x2f && this.out.method !== 'CONNECT' && URL.canParse(this.out.path)) {
@@ -163,8 +167,6 @@ export class RequestContext implements ResponseOwner {
       headers['prx-dst-service'] = identified.dst.show;
       writeDtabHeader(headers, localDtab);
       router.trace(this, headers);
-      const upgrading = this.socket !== undefined;
-      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       if (upgrading) {
         this.out.upgrade = (headers['upgrade']) ?? 'websocket';
         delete headers['upgrade'];
