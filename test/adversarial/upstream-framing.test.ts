@@ -28,6 +28,7 @@ export const REFUSED_RESPONSES: readonly (readonly [string, string])[] = [
   ['a space in a header name', 'HTTP/1.1 200 OK\r\nX A: b\r\nContent-Length: 2\r\n\r\nok'],
   ['conflicting Content-Lengths', 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok!'],
   ['Content-Length with Transfer-Encoding', 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n'],
+  ['Content-Length with Transfer-Encoding gzip', 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: gzip\r\n\r\nok'],
 ];
 
 /** Responses broken only after some body went out: the client's connection is closed, never left waiting. */

@@ -18,7 +18,7 @@ import {
   type H1Request,
 } from './h1-exchange.js';
 import { CHUNK_END, CONTROL, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, TOKEN, bodyless, trimOws, writeChunk } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, bareLineBreak, parseChunkSize, validFieldLine } from './h1-framing.js';
+import { CHUNK_LINE_BYTES, bareLineBreak, isControl, parseChunkSize, statusDigits, validFieldLine } from './h1-framing.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -428,14 +428,15 @@ export class H1Connection implements ExchangeController {
     // HTTP/1.x SSS[ reason]
     const minor = text.charCodeAt(7) - 0x30;
     if (eol < 12 || !text.startsWith('HTTP/1.') || !(minor >= 0 && minor <= 9) || text.charCodeAt(8) !== 0x20) throw new UpstreamProtocolError('Expected HTTP/');
-    const status = threeDigits(text, 9);
+    const status = statusDigits(text, 9);
     if (status < 100 || (eol > 12 && text.charCodeAt(12) !== 0x20)) throw new UpstreamProtocolError('Invalid status code');
     // A bare LF in the reason phrase would hide the fields after it in the status line.
-    for (let i = 13; i < eol; i++) if (isControlCode(text.charCodeAt(i))) throw new UpstreamProtocolError('Invalid character in the reason phrase');
+    for (let i = 13; i < eol; i++) if (isControl(text.charCodeAt(i))) throw new UpstreamProtocolError('Invalid character in the reason phrase');
     const headers: IncomingHttpHeaders = {};
     const h = headers as Record<string, string | string[]>;
     let contentLength = -1;
     let chunked = false;
+    let transferEncoding = false;
     let connection: string | undefined;
     let keepAliveHint: string | undefined;
     let pos = eol + 2;
@@ -466,6 +467,7 @@ export class H1Connection implements ExchangeController {
       else prev.push(value);
       switch (name) {
         case 'transfer-encoding':
+          transferEncoding = true;
           chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
           break;
         case 'connection':
@@ -476,7 +478,8 @@ export class H1Connection implements ExchangeController {
           break;
       }
     }
-    if (chunked && contentLength >= 0) throw new UpstreamContentLengthError();
+    // Any Transfer-Encoding with a Content-Length is two framings of one body (RFC 9112 §6.3: an error).
+    if (transferEncoding && contentLength >= 0) throw new UpstreamContentLengthError();
     if (status >= 100 && status < 200) {
       // Informational (100 Continue, 103 Early Hints): the real response follows.
       if (status === 101) throw new UpstreamProtocolError('unexpected 101 Switching Protocols');
@@ -498,18 +501,3 @@ export class H1Connection implements ExchangeController {
   }
 }
 
-/** The three decimal digits at `text[at]` as a number, or -1 (`2e2`, `+20`, ` 20` are not a status). */
-function threeDigits(text: string, at: number): number {
-  let n = 0;
-  for (let i = at; i < at + 3; i++) {
-    const d = text.charCodeAt(i) - 0x30;
-    if (!(d >= 0 && d <= 9)) return -1;
-    n = n * 10 + d;
-  }
-  return n;
-}
-
-/** A control character other than HTAB. */
-function isControlCode(c: number): boolean {
-  return (c < 0x20 && c !== 0x09) || c === 0x7f;
-}

@@ -4,8 +4,8 @@
  * with it (h1-connection.ts), so a chunk size, a trailer line or a line ending means the same on
  * both sides. Strict where a lenient reader would see a different message boundary than another
  * parser in the chain (smuggling): every line ends in CRLF, a chunk size is hex digits only and
- * fits a safe integer, a trailer line is a well-formed field. The checks read bytes in place and
- * allocate nothing.
+ * fits a safe integer, a trailer line is a well-formed field, a status is three digits. The checks
+ * read bytes (or characters) in place and allocate nothing.
  */
 
 /** A chunk-size line (size and extensions) longer than this is refused. */
@@ -69,8 +69,19 @@ function hexValue(c: number): number {
   return -1;
 }
 
-/** A control character other than HTAB (what a field value or an extension may not hold). */
-function isControl(c: number): boolean {
+/** The three decimal digits of a status code at `text[at]`, or -1 (`2e2`, `+20`, ` 20` are not a status). */
+export function statusDigits(text: string, at: number): number {
+  let n = 0;
+  for (let i = at; i < at + 3; i++) {
+    const d = text.charCodeAt(i) - 0x30;
+    if (!(d >= 0 && d <= 9)) return -1;
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+/** A control character other than HTAB (what a field value, a reason phrase or an extension may not hold). */
+export function isControl(c: number): boolean {
   return (c < 0x20 && c !== 0x09) || c === 0x7f;
 }
 
