@@ -45,7 +45,7 @@ export class InvalidRequestTargetError extends RequestHeadError {
  */
 export class ShadowedHeaderNameError extends RequestHeadError {
   constructor(name: string) {
-    super('PRX_ERR_SHADOWED_HEADER_NAME', 400, `header ${JSON.stringify(name)} reads as prx's ${JSON.stringify(name.replaceAll('_', '-'))} to a backend that maps _ to -`);
+    super('PRX_ERR_SHADOWED_HEADER_NAME', 400, `header ${JSON.stringify(name)} reads as ${JSON.stringify(name.replaceAll('_', '-').toLowerCase())}, a header prx manages, to a backend that maps _ to -`);
   }
 }
 

@@ -141,7 +141,7 @@ export class RequestContext implements ResponseOwner {
     const headers = req.headers;
     try {
       // The client's hop-by-hop list applies to the client's headers only: stripped before prx
-      // adds its own, so `Connection: prx-dst-service` (or `via`, `host`…) cannot remove them.
+      // adds its own, so `Connection: prx-dst-service` (or `via`, `forwarded`…) cannot remove them.
       const upgrading = this.socket !== undefined;
       stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
