@@ -365,7 +365,7 @@ describe('h1 client: misbehaving upstreams', () => {
     ['two different Content-Length headers', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\na', 'PRX_ERR_UPSTREAM_CONTENT_LENGTH', /content-length/],
     ['Content-Length with chunked', 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n', 'PRX_ERR_UPSTREAM_CONTENT_LENGTH', /content-length/],
     ['a bad chunk size', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 'PRX_ERR_UPSTREAM_PROTOCOL', /chunk size/],
-    ['a body cut short', 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc', 'PRX_ERR_UPSTREAM_CLOSED', /^other side closed$/],
+    ['a body cut short', 'HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc', 'PRX_ERR_UPSTREAM_CLOSED', /^other side closed before the end of the response body$/],
     ['a close before any response', '', 'PRX_ERR_UPSTREAM_CLOSED', /^other side closed$/],
   ];
   for (const [what, reply, code, message] of cases) {

@@ -109,6 +109,7 @@ describe('h1 server: request line and head', () => {
     ['a bare LF in a header value', 'GET / HTTP/1.1\r\nHost: t\r\nX-A: a\nb\r\n\r\n', 400, MALFORMED],
     ['a bare LF ending the request line', 'GET / HTTP/1.1\nHost: t\r\n\r\n', 400, MALFORMED],
     ['a NUL in a header value', 'GET / HTTP/1.1\r\nHost: t\r\nX-A: a\x00b\r\n\r\n', 400, MALFORMED],
+    ['two Host headers (RFC 9112 §3.2)', 'GET / HTTP/1.1\r\nHost: first\r\nHOST: second\r\n\r\n', 400, MALFORMED],
     ['whitespace before a colon', 'GET / HTTP/1.1\r\nHost : t\r\n\r\n', 400, MALFORMED],
     ['a tab before a colon', 'GET / HTTP/1.1\r\nHost\t: t\r\n\r\n', 400, MALFORMED],
     ['an empty header name', 'GET / HTTP/1.1\r\nHost: t\r\n: x\r\n\r\n', 400, MALFORMED],
@@ -257,7 +258,7 @@ describe('h1 server: header map', () => {
     const c = await RawClient.connect(s.port);
     c.write(
       'GET / HTTP/1.1\r\n' +
-        'Host: first\r\nHOST: second\r\n' +
+        'Host: first\r\n' +
         'Content-Type: text/a\r\ncontent-type: text/b\r\n' +
         'User-Agent: ua1\r\nUser-Agent: ua2\r\n' +
         'Authorization: a1\r\nAuthorization: a2\r\n' +

@@ -18,6 +18,7 @@ import {
   type H1Request,
 } from './h1-exchange.js';
 import { CHUNK_END, CONTROL, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, TOKEN, bodyless, trimOws, writeChunk } from './h1-wire.js';
+import { CHUNK_LINE_BYTES, bareLineBreak, isControl, parseChunkSize, statusDigits, validFieldLine } from './h1-framing.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -65,6 +66,8 @@ export class H1Connection implements ExchangeController {
   #method = '';
   #state = DONE;
   #remaining = 0;
+  /** Trailer bytes read so far (bounded like a head). */
+  #trailerBytes = 0;
   #keepAlive = true;
   /** Bytes read but not consumed (a partial head, or data held while paused). */
   #pending: Buffer | undefined;
@@ -173,6 +176,11 @@ export class H1Connection implements ExchangeController {
   }
 
   #streamBody(body: Readable): void {
+    if (body.destroyed) {
+      // The request body broke before it could be sent (its 'error' is already past).
+      this.abort(body.errored ?? new UpstreamClosedError());
+      return;
+    }
     this.#requestBody = body;
     const socket = this.#socket;
     const onDrain = (): void => {
@@ -248,7 +256,8 @@ export class H1Connection implements ExchangeController {
       handler?.onResponseEnd(this);
       return new UpstreamClosedError();
     }
-    return new UpstreamClosedError();
+    // Short of its Content-Length, or a chunked body without its last chunk: the body is cut.
+    return new UpstreamClosedError(this.#state !== HEAD && this.#state !== DONE);
   }
 
   #onData(chunk: Buffer): void {
@@ -288,6 +297,8 @@ export class H1Connection implements ExchangeController {
             const end = buf.indexOf(CRLF2, at);
             if (end < 0) {
               if (buf.length - at > this.#pool.opts.maxHeaderBytes) throw new UpstreamHeadersOverflowError(this.#pool.opts.maxHeaderBytes);
+              // Lines ending in a bare LF (or CR) never make the CRLF CRLF this waits for: refused now, not hung on.
+              if (bareLineBreak(buf, at, buf.length) >= 0) throw new UpstreamProtocolError('Missing expected CR after a line of the response head');
               this.#pending = at === 0 ? buf : buf.subarray(at);
               return;
             }
@@ -314,17 +325,20 @@ export class H1Connection implements ExchangeController {
           case CHUNK_SIZE: {
             const eol = buf.indexOf(CHUNK_END, at);
             if (eol < 0) {
-              if (buf.length - at > 1024) throw new UpstreamProtocolError('chunk size line too long');
+              if (buf.length - at > CHUNK_LINE_BYTES) throw new UpstreamProtocolError('chunk size line too long');
+              // No CRLF yet: a LF already here is a bare one, which no later byte can mend.
+              if (buf.indexOf(0x0a, at) >= 0) throw new UpstreamProtocolError('invalid chunk size');
               this.#pending = buf.subarray(at);
               return;
             }
-            const line = buf.toString('latin1', at, eol);
-            const semi = line.indexOf(';');
-            const size = parseInt(semi < 0 ? line : line.slice(0, semi), 16);
-            if (!Number.isFinite(size) || size < 0) throw new UpstreamProtocolError('invalid chunk size');
+            if (eol - at > CHUNK_LINE_BYTES) throw new UpstreamProtocolError('chunk size line too long');
+            const size = parseChunkSize(buf, at, eol);
+            if (size < 0) throw new UpstreamProtocolError('invalid chunk size');
             at = eol + 2;
-            if (size === 0) this.#state = TRAILERS;
-            else {
+            if (size === 0) {
+              this.#state = TRAILERS;
+              this.#trailerBytes = 0;
+            } else {
               this.#remaining = size;
               this.#state = CHUNK_DATA;
             }
@@ -350,12 +364,19 @@ export class H1Connection implements ExchangeController {
             break;
           }
           case TRAILERS: {
-            // Trailer fields are dropped (the router does not forward them); an empty line ends them.
+            // Trailer fields are dropped (the router does not forward them), but read as strictly
+            // as a head and bounded like one; an empty line ends them.
+            const limit = this.#pool.opts.maxHeaderBytes;
             const eol = buf.indexOf(CHUNK_END, at);
             if (eol < 0) {
+              if (this.#trailerBytes + buf.length - at > limit) throw new UpstreamHeadersOverflowError(limit);
+              if (buf.indexOf(0x0a, at) >= 0) throw new UpstreamProtocolError('malformed trailer line');
               this.#pending = buf.subarray(at);
               return;
             }
+            this.#trailerBytes += eol - at + 2;
+            if (this.#trailerBytes > limit) throw new UpstreamHeadersOverflowError(limit);
+            if (eol > at && !validFieldLine(buf, at, eol)) throw new UpstreamProtocolError('malformed trailer line');
             this.#state = eol === at ? DONE : TRAILERS;
             at = eol + 2;
             break;
@@ -405,14 +426,17 @@ export class H1Connection implements ExchangeController {
     let eol = text.indexOf('\r\n');
     if (eol < 0) eol = text.length;
     // HTTP/1.x SSS[ reason]
-    if (eol < 12 || !text.startsWith('HTTP/1.') || text.charCodeAt(8) !== 0x20) throw new UpstreamProtocolError('Expected HTTP/');
     const minor = text.charCodeAt(7) - 0x30;
-    const status = Number(text.slice(9, 12));
-    if (!(status >= 100 && status <= 999) || (eol > 12 && text.charCodeAt(12) !== 0x20)) throw new UpstreamProtocolError('Invalid status code');
+    if (eol < 12 || !text.startsWith('HTTP/1.') || !(minor >= 0 && minor <= 9) || text.charCodeAt(8) !== 0x20) throw new UpstreamProtocolError('Expected HTTP/');
+    const status = statusDigits(text, 9);
+    if (status < 100 || (eol > 12 && text.charCodeAt(12) !== 0x20)) throw new UpstreamProtocolError('Invalid status code');
+    // A bare LF in the reason phrase would hide the fields after it in the status line.
+    for (let i = 13; i < eol; i++) if (isControl(text.charCodeAt(i))) throw new UpstreamProtocolError('Invalid character in the reason phrase');
     const headers: IncomingHttpHeaders = {};
     const h = headers as Record<string, string | string[]>;
     let contentLength = -1;
     let chunked = false;
+    let transferEncoding = false;
     let connection: string | undefined;
     let keepAliveHint: string | undefined;
     let pos = eol + 2;
@@ -443,6 +467,7 @@ export class H1Connection implements ExchangeController {
       else prev.push(value);
       switch (name) {
         case 'transfer-encoding':
+          transferEncoding = true;
           chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
           break;
         case 'connection':
@@ -453,7 +478,8 @@ export class H1Connection implements ExchangeController {
           break;
       }
     }
-    if (chunked && contentLength >= 0) throw new UpstreamContentLengthError();
+    // Any Transfer-Encoding with a Content-Length is two framings of one body (RFC 9112 §6.3: an error).
+    if (transferEncoding && contentLength >= 0) throw new UpstreamContentLengthError();
     if (status >= 100 && status < 200) {
       // Informational (100 Continue, 103 Early Hints): the real response follows.
       if (status === 101) throw new UpstreamProtocolError('unexpected 101 Switching Protocols');
@@ -474,3 +500,4 @@ export class H1Connection implements ExchangeController {
     this.#handler?.onResponseStart(this, status, headers);
   }
 }
+

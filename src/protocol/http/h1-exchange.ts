@@ -7,10 +7,10 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { PrxError } from '../../core/errors.js';
 
-/** The upstream closed the connection before the response was complete. */
+/** The upstream closed the connection before the response was complete (`midBody`: after its head). */
 export class UpstreamClosedError extends PrxError {
-  constructor() {
-    super('PRX_ERR_UPSTREAM_CLOSED', 'other side closed');
+  constructor(midBody = false) {
+    super('PRX_ERR_UPSTREAM_CLOSED', midBody ? 'other side closed before the end of the response body' : 'other side closed');
   }
 }
 

@@ -8,6 +8,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { PrxError } from '../../core/errors.js';
 import { CONTROL, TOKEN, trimOws } from './h1-wire.js';
+import { bareLineBreak } from './h1-framing.js';
+import { isManagedHeaderName } from './headers/names.js';
 
 /** A request head the server refuses; `status` is what the client is answered with. */
 export class RequestHeadError extends PrxError {
@@ -21,6 +23,29 @@ export class RequestHeadError extends PrxError {
 export class MalformedRequestError extends RequestHeadError {
   constructor(detail: string) {
     super('PRX_ERR_MALFORMED_REQUEST', 400, `malformed request: ${detail}`);
+  }
+}
+
+/**
+ * A request target in none of the forms a proxy serves (RFC 9112 §3.2): origin-form `/…`,
+ * absolute-form `http(s)://authority…`, `*` for OPTIONS, authority-form `host:port` for CONNECT.
+ * Refused by prx itself, so a backend is never sent (and never blamed for) such a request.
+ */
+export class InvalidRequestTargetError extends RequestHeadError {
+  constructor(method: string, target: string) {
+    const shown = target.length > 64 ? `${target.slice(0, 64)}…` : target;
+    super('PRX_ERR_INVALID_REQUEST_TARGET', 400, `invalid request target for ${method}: ${JSON.stringify(shown)} (expected /path, http://host/path${method === 'OPTIONS' ? ' or *' : ''}${method === 'CONNECT' ? ' or host:port' : ''})`);
+  }
+}
+
+/**
+ * A header name with `_` that reads, with `_` as `-`, as a header prx manages (`prx-*`, `l5d-*`,
+ * `Via`, `Forwarded`, `X-Forwarded-*`): a backend that maps both to one name (CGI's `HTTP_*`
+ * variables) would take the client's value for prx's.
+ */
+export class ShadowedHeaderNameError extends RequestHeadError {
+  constructor(name: string) {
+    super('PRX_ERR_SHADOWED_HEADER_NAME', 400, `header ${JSON.stringify(name)} reads as ${JSON.stringify(name.replaceAll('_', '-').toLowerCase())}, a header prx manages, to a backend that maps _ to -`);
   }
 }
 
@@ -90,6 +115,8 @@ const VERSION = /^HTTP\/\d\.\d$/;
  * a request line or header block that can no longer fit is refused before it is complete.
  */
 export function checkPartialHead(buf: Buffer, start: number, limits: HeadLimits): void {
+  // Without its blank line yet, a head whose lines end in a bare LF (or CR) would wait for a CRLF CRLF that never comes.
+  if (bareLineBreak(buf, start, buf.length) >= 0) throw new MalformedRequestError('bare LF or CR in the request head');
   const size = buf.length - start;
   const eol = buf.indexOf(0x0a, start);
   if (eol < 0) {
@@ -117,6 +144,7 @@ export function parseRequestHead(text: string, limits: HeadLimits): RequestHead 
   if (!TOKEN.test(method)) throw new MalformedRequestError('invalid method');
   const url = text.slice(sp1 + 1, sp2);
   if (url.length === 0 || !validTarget(url)) throw new MalformedRequestError('invalid request target');
+  checkTargetForm(method, url);
   let httpVersion: string;
   if (eol - sp2 === 9 && text.startsWith('HTTP/1.1', sp2 + 1)) httpVersion = '1.1';
   else if (eol - sp2 === 9 && text.startsWith('HTTP/1.0', sp2 + 1)) httpVersion = '1.0';
@@ -144,6 +172,7 @@ export function parseRequestHead(text: string, limits: HeadLimits): RequestHead 
     const rawName = text.slice(pos, colon);
     if (!TOKEN.test(rawName)) throw new MalformedRequestError(`invalid header name ${JSON.stringify(rawName)}`);
     const name = rawName.toLowerCase();
+    if (name.indexOf('_') >= 0 && isManagedHeaderName(name.replaceAll('_', '-'))) throw new ShadowedHeaderNameError(rawName);
     const value = trimOws(text, colon + 1, end);
     if (CONTROL.test(value) || value.includes('\r')) throw new MalformedRequestError(`invalid character in header ${name}`);
     pos = end + 2;
@@ -160,6 +189,10 @@ export function parseRequestHead(text: string, limits: HeadLimits): RequestHead 
         break;
       case 'connection':
         connection = connection === undefined ? value : `${connection}, ${value}`;
+        break;
+      case 'host':
+        // Two hosts could route one way and be served another (RFC 9112 §3.2: a 400).
+        if (h['host'] !== undefined) throw new MalformedRequestError('more than one host header');
         break;
     }
     // A name like `constructor` finds the prototype's function: that is no earlier value.
@@ -202,6 +235,22 @@ function addRepeat(h: Record<string, string | string[]>, name: string, prev: str
 function hasToken(list: string, token: string): boolean {
   for (const part of list.split(',')) if (part.trim() === token) return true;
   return false;
+}
+
+// Absolute-form: an http(s) scheme and a non-empty authority (the rest is checked by URL parsing).
+const ABSOLUTE_FORM = /^https?:\/\/[^/?#]/i;
+// Authority-form (CONNECT only): host or [IPv6] and a port.
+const AUTHORITY_FORM = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]+):\d{1,5}$/;
+
+/** Throws {@link InvalidRequestTargetError} unless `url` is in a form `method` may use. */
+function checkTargetForm(method: string, url: string): void {
+  if (method === 'CONNECT') {
+    if (!AUTHORITY_FORM.test(url)) throw new InvalidRequestTargetError(method, url);
+    return;
+  }
+  if (url.charCodeAt(0) === 0x2f) return; // origin-form: the common case, decided on one character
+  if (url === '*' ? method === 'OPTIONS' : ABSOLUTE_FORM.test(url) && URL.canParse(url)) return;
+  throw new InvalidRequestTargetError(method, url);
 }
 
 /** A request target holds no spaces or control characters. */

@@ -16,7 +16,8 @@ import {
 } from './h1-request-head.js';
 import { InboundRequest, type BodySource } from './h1-server-request.js';
 import { InboundResponse, type ResponseHost } from './h1-server-response.js';
-import { CHUNK_END, CONTROL, CRLF2 } from './h1-wire.js';
+import { CHUNK_END, CRLF2 } from './h1-wire.js';
+import { CHUNK_LINE_BYTES, parseChunkSize, validFieldLine } from './h1-framing.js';
 
 /** What the server does with requests; the callbacks are the router's. */
 export interface ServerCallbacks {
@@ -65,9 +66,6 @@ const DISCARD_BYTES = 64 * 1024;
 const REJECT_GRACE_MS = 5000;
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 const EMPTY = Buffer.alloc(0);
-const HEX = /^[0-9a-fA-F]{1,15}$/;
-/** A chunk-size line (size and extensions) longer than this is refused. */
-const CHUNK_LINE_BYTES = 1024;
 
 export class ServerConnection implements BodySource, ResponseHost {
   readonly socket: Socket;
@@ -234,14 +232,13 @@ export class ServerConnection implements BodySource, ResponseHost {
       case CHUNK_SIZE: {
         const eol = buf.indexOf(CHUNK_END);
         if (eol < 0 ? buf.length > CHUNK_LINE_BYTES : eol > CHUNK_LINE_BYTES) throw new MalformedRequestError('chunk size line too long');
-        if (eol < 0) return false;
-        const line = buf.toString('latin1', 0, eol);
-        // A bare LF (or other control) in an extension would end the line early for a lenient reader: two readings.
-        if (CONTROL.test(line)) throw new MalformedRequestError('invalid character in a chunk size line');
-        const semi = line.indexOf(';');
-        const digits = (semi < 0 ? line : line.slice(0, semi)).trim();
-        if (!HEX.test(digits)) throw new MalformedRequestError('invalid chunk size');
-        const size = parseInt(digits, 16);
+        if (eol < 0) {
+          // No CRLF yet: a LF already here is a bare one, which no later byte can mend.
+          if (buf.indexOf(0x0a) >= 0) throw new MalformedRequestError('invalid chunk size');
+          return false;
+        }
+        const size = parseChunkSize(buf, 0, eol);
+        if (size < 0) throw new MalformedRequestError('invalid chunk size');
         this.#consume(buf, eol + 2);
         if (size === 0) {
           this.#state = TRAILERS;
@@ -273,12 +270,13 @@ export class ServerConnection implements BodySource, ResponseHost {
         const eol = buf.indexOf(CHUNK_END);
         if (eol < 0) {
           if (this.#trailerBytes + buf.length > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
+          if (buf.indexOf(0x0a) >= 0) throw new MalformedRequestError('malformed trailer line');
           return false;
         }
         this.#trailerBytes += eol + 2;
         if (this.#trailerBytes > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
-        // Dropped, but a bare LF would still move the body's end for a lenient reader in front.
-        if (eol > 0 && CONTROL.test(buf.toString('latin1', 0, eol))) throw new MalformedRequestError('invalid character in a trailer');
+        // Dropped, but a malformed line (a bare LF above all) would move the body's end for a lenient reader in front.
+        if (eol > 0 && !validFieldLine(buf, 0, eol)) throw new MalformedRequestError('malformed trailer line');
         this.#consume(buf, eol + 2);
         if (eol === 0) this.#bodyDone(req);
         return true;

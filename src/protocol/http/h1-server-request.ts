@@ -52,6 +52,9 @@ class BodyStream extends Readable {
   constructor(source: BodySource) {
     super();
     this.#source = source;
+    // A body that breaks (a malformed chunk) before its consumer listens must not be an uncaught
+    // 'error' that takes the process down: consumers check `errored` when they attach.
+    this.on('error', ignoreError);
   }
   override _read(): void {
     this.wanted = true;
@@ -60,6 +63,10 @@ class BodyStream extends Readable {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+function ignoreError(): void {
+  // See BodyStream's constructor.
+}
 
 export class InboundRequest {
   readonly method: string;

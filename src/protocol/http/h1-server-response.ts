@@ -23,6 +23,12 @@ export interface ResponseHost {
 /** Who is told once the response is over (finished, or cut off with its connection). */
 export interface ResponseOwner {
   responseClosed(): void;
+  /**
+   * The body being written failed with `err` (an upstream body that broke). While no byte of the
+   * response has gone out (`headSent` false) the owner may answer instead, and returns true;
+   * otherwise the connection is cut, the only way to tell the client the body is incomplete.
+   */
+  bodyFailed?(err: Error, headSent: boolean): boolean;
 }
 
 /** A header value as `writeHead` takes it. */
@@ -164,8 +170,9 @@ export class InboundResponse implements BodySink {
   }
 
   /** Cuts the connection (a body that failed after its head went out cannot be ended cleanly). */
-  destroy(_err?: Error): this {
+  destroy(err?: Error): this {
     if (this.#destroyed) return this;
+    if (err !== undefined && this.owner?.bodyFailed?.(err, this.headersSent) === true) return this;
     this.#destroyed = true;
     this.#host.socket.destroy();
     return this;

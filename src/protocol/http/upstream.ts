@@ -60,6 +60,12 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
   requestStarted = false;
   /** Set when the exchange ends (completed, failed or aborted). */
   finished = false;
+  /**
+   * Set by the router when the head was classified a success while the body still streams: the
+   * success counts against the endpoint only once the body is complete (a framing error in the
+   * body is the endpoint's failure, not a success).
+   */
+  successPending = false;
   error: Error | undefined;
   /** Upgraded socket (101 Switching Protocols). */
   socket: Duplex | undefined;

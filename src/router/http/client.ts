@@ -341,11 +341,39 @@ export class HttpClient implements Closable {
     }
     s.latency.add(latency);
     this.#statuses.record(attempt.exchange.status);
+    const ex = attempt.exchange;
+    if (success && !ex.finished) {
+      // The body still streams: failure accrual hears of the success once it is complete
+      // (#bodySucceeded), or of a failure if the body breaks (recordBodyFailure).
+      ex.successPending = true;
+      this.#balancer.observe(attempt.endpoint, latency, false);
+      return;
+    }
     this.recordOutcome(attempt.endpoint, success, latency);
   }
 
+  /**
+   * The body of a response counted at its head failed on the endpoint's side (a framing error, a
+   * connection cut mid-body): a failure against the endpoint, as Finagle counts a codec failure.
+   */
+  recordBodyFailure(attempt: Attempt): void {
+    attempt.exchange.successPending = false;
+    this.#accrue(attempt.endpoint, false);
+    this.#balancer.observe(attempt.endpoint, performance.now() - attempt.started, true);
+    this.#leaveProbationIfDown(attempt.endpoint);
+  }
+
+  readonly #bodySucceeded = (endpoint: Endpoint): void => this.#accrue(endpoint, true);
+
   /** Feeds failure accrual and the balancer; counts removals (and for how long) and revivals. */
   recordOutcome(endpoint: Endpoint, success: boolean, latencyMs: number): void {
+    this.#accrue(endpoint, success);
+    this.#balancer.observe(endpoint, latencyMs, !success);
+    if (!success) this.#leaveProbationIfDown(endpoint);
+  }
+
+  /** Failure accrual (and fail-fast) of one outcome; counts removals (and for how long) and revivals. */
+  #accrue(endpoint: Endpoint, success: boolean): void {
     const a = endpoint.accrual;
     const removals = a.removals;
     const revivals = a.revivals;
@@ -360,8 +388,6 @@ export class HttpClient implements Closable {
       this.#removedFor.incr(a.lastRemovedForMs);
     }
     if (a.revivals !== revivals) this.#revivals.incr();
-    this.#balancer.observe(endpoint, latencyMs, !success);
-    if (!success) this.#leaveProbationIfDown(endpoint);
   }
 
   /** An endpoint on probation that is no longer available leaves the set for good (the balancer drops it too): close it. */
@@ -416,7 +442,7 @@ export class HttpClient implements Closable {
       for (const a of addr.addresses) {
         const key = addressKey(a);
         const old = this.#endpoints.get(key);
-        next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint));
+        next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint, this.#bodySucceeded));
       }
     }
     const before = new Set(this.#balancer.nodes);

@@ -95,11 +95,18 @@ export class Endpoint implements BalancerNode {
   #failFastMs = 0;
   /** When a warning about this endpoint was last logged (epoch ms). */
   #warnedAt = -Infinity;
-  readonly #onDone = (): void => {
+  /** Told when a body whose head was classified a success completes (the success counts then). */
+  readonly #onBodySucceeded: ((e: Endpoint) => void) | undefined;
+  readonly #onDone = (ex: UpstreamExchange): void => {
     this.load--;
+    if (ex.successPending && ex.error === undefined) {
+      ex.successPending = false;
+      this.#onBodySucceeded?.(this);
+    }
   };
 
-  constructor(address: Address, opts: EndpointOptions) {
+  constructor(address: Address, opts: EndpointOptions, onBodySucceeded?: (e: Endpoint) => void) {
+    this.#onBodySucceeded = onBodySucceeded;
     this.address = address;
     this.key = addressKey(address);
     this.weight = address.weight > 0 ? address.weight : 1;

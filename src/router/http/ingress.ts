@@ -100,6 +100,20 @@ export class RequestContext implements ResponseOwner {
     this.finish(this.status, this.#successOnFinish);
   }
 
+  /**
+   * The forwarded body failed. An upstream failure (framing, a connection cut mid-body) counts
+   * against the endpoint; before any byte went out the client gets a 502 with `prx-err` instead of
+   * the broken response, and after that its connection is cut (the caller's part).
+   */
+  bodyFailed(err: Error, headSent: boolean): boolean {
+    const served = this.served;
+    if (served !== undefined && served.attempt.exchange.error === err) served.client.recordBodyFailure(served.attempt);
+    if (headSent) return false;
+    this.#successOnFinish = false;
+    writeErrorResponse(this, err);
+    return true;
+  }
+
   /** The forwarded response is being written: once it is all out, the request completes as `success`. */
   succeedOnFinish(success: boolean): void {
     this.#successOnFinish = success;
@@ -126,6 +140,10 @@ export class RequestContext implements ResponseOwner {
     const req = this.req;
     const headers = req.headers;
     try {
+      // The client's hop-by-hop list applies to the client's headers only: stripped before prx
+      // adds its own, so `Connection: prx-dst-service` (or `via`, `forwarded`…) cannot remove them.
+      const upgrading = this.socket !== undefined;
+      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
       // as Linkerd's ProxyRewriteFilter does, before anything reads the URI.
       if (this.out.path.charCodeAt(0) !== 0x2f && this.out.method !== 'CONNECT' && URL.canParse(this.out.path)) {
@@ -151,8 +169,6 @@ export class RequestContext implements ResponseOwner {
       headers['prx-dst-service'] = identified.dst.show;
       writeDtabHeader(headers, localDtab);
       router.trace(this, headers);
-      const upgrading = this.socket !== undefined;
-      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       if (upgrading) {
         this.out.upgrade = (headers['upgrade']) ?? 'websocket';
         delete headers['upgrade'];

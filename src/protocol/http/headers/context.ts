@@ -6,7 +6,7 @@
  */
 import { errorMessage } from '../../../core/errors.js';
 import { Dtab, readPrxDtabHeaders } from '../../../naming/index.js';
-import { PRX_CTX_DEADLINE, PRX_CTX_DTAB, PRX_DTAB, PRX_PREFIX, PRX_SAMPLE } from './names.js';
+import { L5D_PREFIX, PRX_CTX_DEADLINE, PRX_CTX_DTAB, PRX_DTAB, PRX_PREFIX, PRX_SAMPLE } from './names.js';
 import { InvalidDtabHeaderError } from './proxy-errors.js';
 import type { HeaderMap } from './types.js';
 import { allHeaderValues, firstHeaderValue } from './values.js';
@@ -184,13 +184,14 @@ export function writeDtabHeader(headers: HeaderMap, localDtab: Dtab): void {
 
 /**
  * A server's `clearContext: true`: removes every `prx-*` header from an inbound request (context,
- * overrides, sample rate, trace, and anything else with the prefix), so untrusted clients cannot
+ * overrides, sample rate, trace, and anything else with the prefix), and every `l5d-*` one (a
+ * Linkerd 1 peer's context, which a Linkerd behind prx would honour), so untrusted clients cannot
  * steer routing or tracing. Returns how many headers were removed.
  */
 export function clearContext(headers: HeaderMap): number {
   let removed = 0;
   for (const name in headers) {
-    if (name.startsWith(PRX_PREFIX)) {
+    if (name.startsWith(PRX_PREFIX) || name.startsWith(L5D_PREFIX)) {
       delete headers[name];
       removed++;
     }

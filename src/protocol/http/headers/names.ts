@@ -5,6 +5,8 @@
 
 /** Prefix of every header prx reads or writes on its own behalf. */
 export const PRX_PREFIX = 'prx-';
+/** Prefix of Linkerd 1's headers: a Linkerd peer's context, which `clearContext` strips as well. */
+export const L5D_PREFIX = 'l5d-';
 /** Prefix of the context headers applications must forward (`prx-ctx-*`). */
 export const PRX_CTX_PREFIX = 'prx-ctx-';
 
@@ -46,3 +48,13 @@ export const CONNECTION = 'connection';
 export const UPGRADE = 'upgrade';
 export const CONTENT_TYPE = 'content-type';
 export const CONTENT_LENGTH = 'content-length';
+export const X_FORWARDED_PREFIX = 'x-forwarded-';
+
+/**
+ * Whether a lower-case request header name is one a proxy manages (sets, reads or strips on its
+ * own behalf): `prx-*`, `l5d-*`, `Via`, `Forwarded`, `X-Forwarded-*`. A client's `X_Forwarded_For`
+ * must not reach a backend that reads it as `X-Forwarded-For`.
+ */
+export function isManagedHeaderName(name: string): boolean {
+  return name.startsWith(PRX_PREFIX) || name.startsWith(L5D_PREFIX) || name === VIA || name === FORWARDED || name.startsWith(X_FORWARDED_PREFIX);
+}
