@@ -174,7 +174,9 @@ for (;;) {
     if (s && l.rss !== null && b.rss === null && s.rssMiB <= l.rss) b.rss = elapsed;
   });
   const pending = targets.some(([w], i) => w.alive && (backAfter[i]!.fds === null || backAfter[i]!.rss === null));
-  if (!pending || Date.now() - recoveryStart >= num('recovery') * 1000) break;
+  // At least 10 s (or the whole window if shorter), so the recovery phase's legit figures mean something.
+  const minimum = Math.min(10, num('recovery')) * 1000;
+  if ((!pending && Date.now() - recoveryStart >= minimum) || Date.now() - recoveryStart >= num('recovery') * 1000) break;
   await sleep(Math.min(5000, recoveryStart + num('recovery') * 1000 - Date.now()));
 }
 

@@ -182,9 +182,11 @@ export class Fleet {
   }
 
   private spawn(name: string, cmd: string, args: string[], logPath: string | null, cwd: string): Watched {
-    const log = logPath === null ? 'inherit' : openSync(logPath, 'a');
-    const child = spawn(cmd, args, { cwd, stdio: ['pipe', logPath === null ? 'pipe' : log, log] });
-    if (typeof log === 'number') closeSync(log);
+    const log = logPath === null ? -1 : openSync(logPath, 'a');
+    // The backends (no log file) read stdin to notice the soak is gone, and report on stdout.
+    const stdio = logPath === null ? (['pipe', 'pipe', 'inherit'] as const) : (['ignore', log, log] as const);
+    const child = spawn(cmd, args, { cwd, stdio: [...stdio] });
+    if (log >= 0) closeSync(log);
     const w = new Watched(name, child, logPath, this.startedAt);
     this.children.push(w);
     return w;

@@ -78,7 +78,8 @@ class PhaseStats {
   summary(): PhaseSummary {
     const sorted = Float64Array.from(this.latencies).sort();
     const service = Float64Array.from(this.service).sort();
-    const q = (xs: Float64Array, p: number) => (xs.length === 0 ? 0 : xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!);
+    const round = (ms: number) => Math.round(ms * 1000) / 1000;
+    const q = (xs: Float64Array, p: number) => (xs.length === 0 ? 0 : round(xs[Math.min(xs.length - 1, Math.floor(p * xs.length))]!));
     return {
       sent: this.sent,
       ok: this.ok,
@@ -87,7 +88,7 @@ class PhaseStats {
       p50: q(sorted, 0.5),
       p99: q(sorted, 0.99),
       p999: q(sorted, 0.999),
-      max: sorted.length === 0 ? 0 : sorted[sorted.length - 1]!,
+      max: sorted.length === 0 ? 0 : round(sorted[sorted.length - 1]!),
       serviceP99: q(service, 0.99),
       synthetic: this.synthetic,
       seconds: this.seconds.map(([a, b, c]) => [a, b, Math.round(c * 100) / 100]),
