@@ -186,20 +186,20 @@ const responsive = await Promise.all(
   targets.map(async ([w], i) => w.alive && (await httpCall({ port: adminPorts[i]!, path: '/admin/ping', timeoutMs: 2000 })).status === 200),
 );
 const processes = targets.map(([w, t], i): ProcessReport => ({
-    name: w.name,
-    pid: w.pid,
-    alive: w.alive,
-    responsive: responsive[i]!,
-    exit: w.exit,
-    logTail: w.alive ? [] : w.logTail(),
-    baseline: t.baseline,
-    peak: t.peak,
-    end: w.alive ? t.last : null,
-    fdLimit: limits[i]!.fds,
-    rssLimitMiB: limits[i]!.rss,
-    fdsBackAfterS: backAfter[i]!.fds,
-    rssBackAfterS: backAfter[i]!.rss,
-  }));
+  name: w.name,
+  pid: w.pid,
+  alive: w.alive,
+  responsive: responsive[i]!,
+  exit: w.exit,
+  logTail: w.alive ? [] : w.logTail(),
+  baseline: t.baseline,
+  peak: t.peak,
+  end: w.alive ? t.last : null,
+  fdLimit: limits[i]!.fds,
+  rssLimitMiB: limits[i]!.rss,
+  fdsBackAfterS: backAfter[i]!.fds,
+  rssBackAfterS: backAfter[i]!.rss,
+}));
 
 toLoad({ stop: true });
 const result = await Promise.race([loadResult, sleep(spec.timeoutMs + 10_000).then(() => null)]);
