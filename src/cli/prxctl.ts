@@ -257,6 +257,10 @@ class Controller {
   }
 
   async delegate(ns: string, path: string, dtab: string | undefined): Promise<unknown> {
+    // The controller explains a namespace it does not store through the empty dtab (as namerd
+    // does): a `neg` that reads like a routing result. A typo'd namespace is an error here.
+    const exists = await this.#request('HEAD', dtabPath(ns));
+    if (exists.status === 404) throw new CommandError(`dtab namespace ${ns} not found`);
     const query = new URLSearchParams({ path, ...(dtab === undefined ? {} : { dtab }) });
     const res = await this.#request('GET', `/api/1/delegate/${encodeURIComponent(ns)}?${query.toString()}`);
     if (res.status === 400) throw new CommandError(`invalid request: ${(await res.text()).trim()}`);
