@@ -114,6 +114,9 @@ export async function main(args: string[]): Promise<void> {
   if (!config) return;
   if (invocation.check) {
     process.stdout.write(`${effectiveConfigJson(config)}\n`);
+    // Lint findings do not make the config invalid (it starts as is): stderr, exit status 0.
+    const { configLintLines } = await import('./config-lint.js');
+    for (const line of await configLintLines(config)) process.stderr.write(`prx: ${line}\n`);
     return;
   }
   let proxy: ProxyProcess;
