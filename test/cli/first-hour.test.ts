@@ -71,9 +71,13 @@ describe('a checkout without a build', () => {
     }
   });
 
-  test('npm ci builds: package.json has a prepare script that runs the build', () => {
+  test('npm ci builds: the prepare script runs the build, and skips it (exit 0) without the dev dependencies', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-    assert.equal(pkg.scripts['prepare'], 'npm run build');
+    assert.equal(pkg.scripts['prepare'], 'node scripts/prepare.mjs');
+    const root = checkout('omit-dev', (r) => cpSync(join(REPO, 'scripts', 'prepare.mjs'), join(r, 'scripts', 'prepare.mjs')));
+    const r = spawnSync(process.execPath, [join(root, 'scripts', 'prepare.mjs')], { cwd: root, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /prepare: typescript or esbuild is not installed \(dev dependencies omitted\?\); skipping the build/);
   });
 });
 
