@@ -27,9 +27,10 @@ export interface DelegationNamespace {
 
 /**
  * `/delegator.json`: explains how a path delegates. `GET ?namespace=&path=&dtab=` or a JSON
- * `POST {"namespace","dtab","path"}`; without `dtab`, through the namespace's default dtab. Errors as Linkerd: 400 invalid dtab/path or malformed
- * body, 415 for a non-JSON POST, 405 other methods, 501 for interpreters that cannot explain,
- * 503 `Request timed out.` when namers do not answer within 2 s.
+ * `POST {"namespace","dtab","path"}`; without `dtab`, through the namespace's default dtab.
+ * Errors as Linkerd: 400 invalid dtab/path or malformed body, 415 for a non-JSON POST, 405 other
+ * methods, 501 for interpreters that cannot explain, 503 `Request timed out.` when namers do not
+ * answer within 2 s.
  */
 export function delegatorEndpoint(
   path: string,
