@@ -20,7 +20,7 @@ const server = createServer((req, res) => {
 });
 
 server.listen(port, '127.0.0.1', () => {
-  console.log(`demo backend listening on http://127.0.0.1:${port}`);
+  console.log(`demo backend listening on http://127.0.0.1:${port} (pid ${process.pid})`);
 });
 
 for (const signal of ['SIGINT', 'SIGTERM']) {

@@ -9,7 +9,7 @@
 //
 //   node scripts/bundle.mjs        # after `tsc -p tsconfig.build.json` (npm run build runs both)
 import { build } from 'esbuild';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -17,6 +17,7 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(REPO, 'dist');
 const OUT = join(DIST, 'bundle');
 const ENTRIES = ['prx', 'prx-resolver', 'prxctl'];
+const { version } = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
 const EXTERNAL = ['undici', 'etcd3', 'node-zookeeper-client', 'protobufjs', '@grpc/*'];
 
 const entryPoints = Object.fromEntries(ENTRIES.map((name) => [name, join(DIST, 'cli', `${name}.js`)]));
@@ -37,6 +38,8 @@ await build({
   platform: 'node',
   target: 'node20',
   external: EXTERNAL,
+  // `--version` and the usage report read the version bundled here, not package.json at run time.
+  define: { PRX_BUILD_VERSION: JSON.stringify(version) },
   // Bundled CommonJS packages (yaml) call require() for Node built-ins; ES modules have none.
   banner: { js: "import { createRequire as __prxCreateRequire } from 'node:module'; const require = __prxCreateRequire(import.meta.url);" },
   // Whitespace and comments out: the source text stays in the heap for lazy compilation, and a

@@ -108,12 +108,14 @@ function create<Ctx, Out>(family: Family, kind: string, cfg: unknown, ctx: Ctx):
 }
 
 /**
- * How `/delegator.json` explains a router's names. The request's dtab is the router's whole dtab
- * (Linkerd's UI sends base + edits), so the default interpreter adds nothing to it; an interpreter
- * with its own dtab (`io.prx.fs`) puts that first. Transformers that rewrite whole trees make a
+ * How `/delegator.json` explains a router's names. A request's dtab is the router's whole dtab
+ * (Linkerd's UI sends base + edits), so the default interpreter adds nothing to it; without one,
+ * the router's configured dtab is used. An interpreter with its own dtab (`io.prx.fs`) puts that
+ * first. Transformers that rewrite whole trees make a
  * router unable to explain (as in Linkerd); per-address ones do not change the delegation.
  */
-function delegationNamespace(interpreter: NameInterpreter): DelegationNamespace {
+function delegationNamespace(router: RunningRouter): DelegationNamespace {
+  const interpreter = router.interpreter;
   const inner = underlyingInterpreter(interpreter) as NameInterpreter & Partial<DelegationSource> & { dtab?: unknown };
   const explainable =
     typeof inner.namerLookup === 'function' &&
@@ -122,6 +124,7 @@ function delegationNamespace(interpreter: NameInterpreter): DelegationNamespace 
   return {
     source: explainable ? (inner as DelegationSource) : undefined,
     baseDtab: own instanceof Activity ? () => (own as Activity<Dtab>).toPromise(AbortSignal.timeout(DELEGATION_DTAB_MS)) : emptyBaseDtab,
+    defaultDtab: () => router.baseDtab,
   };
 }
 
@@ -266,13 +269,18 @@ export class ProxyProcess {
     const admin = this.admin;
     registerMetricsEndpoints(admin, this.registry);
     registerUsageEndpoint(admin, () => this.usagePayload(environment));
-    const namespaces = new Map(this.routers.map((r) => [r.label, delegationNamespace(r.interpreter)]));
+    const namespaces = new Map(this.routers.map((r) => [r.label, delegationNamespace(r)]));
     admin.add(delegatorEndpoint('/delegator.json', () => namespaces));
     this.routers.forEach((r, i) => this.#addInterpreterState(r, this.config.routers[i]?.interpreter.kind ?? 'default'));
     const enumerating = this.#parts.namers.flatMap((n) => (isEnumerating(n.running) ? [n.running] : []));
     admin.add(boundNamesEndpoint(() => enumerating));
     for (const linter of dtabLinters(() => ({
-      routers: this.routers.map((r) => ({ label: r.label, dstPrefix: r.dstPrefix, dtab: r.baseDtab })),
+      routers: this.routers.map((r) => ({
+        label: r.label,
+        dstPrefix: r.dstPrefix,
+        dtab: r.baseDtab,
+        localNamers: typeof (underlyingInterpreter(r.interpreter) as Partial<DelegationSource>).namerLookup === 'function',
+      })),
       namerPrefixes: this.namers.map((n) => n.prefix),
     }))) {
       admin.linters.add(linter);

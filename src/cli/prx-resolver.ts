@@ -6,10 +6,12 @@ import { ConfigError, ConfigReadError } from '../config/errors.js';
 import { loadResolverConfig, resolverConfigJson, type ResolverConfig } from '../config/resolver-config.js';
 import { errorMessage } from '../core/errors.js';
 import { defaultLogRegistry } from '../core/log.js';
+import { prxVersion } from '../core/version.js';
 import { ResolverProcess, type ResolverParts } from '../resolver/process.js';
 
 const USAGE = `usage: prx-resolver <config.yaml|config.json|->
        prx-resolver --check <config>   validate the config and print it with defaults
+       prx-resolver --version          print the version
 
 Starts the resolver service: dtab storage, name resolution, its interfaces (e.g. the HTTP
 controller on 127.0.0.1:4180) and the admin interface. SIGTERM or SIGINT shut it down gracefully.
@@ -22,6 +24,10 @@ const STORAGE_VIEW_TIMEOUT_MS = 2000;
 export async function main(args: string[]): Promise<void> {
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(USAGE);
+    return;
+  }
+  if (args.includes('--version') || args.includes('-v')) {
+    process.stdout.write(`prx-resolver ${prxVersion()}\n`);
     return;
   }
   const check = args[0] === '--check';

@@ -1,10 +1,12 @@
 import { ConfigError, ConfigReadError, effectiveConfigJson, loadProxyConfig, type ProxyConfig } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, InvalidLogLevelError, parseLogLevel, ROOT_LOGGER } from '../core/log.js';
+import { prxVersion } from '../core/version.js';
 import type { ProxyProcess } from './proxy-process.js';
 
 const USAGE = `usage: prx [--log-level <level>] <config.yaml|config.json|->
        prx --check <config>   validate the config and print it with defaults
+       prx --version          print the version
 
 Reads the configuration from a file, or from standard input with '-'. Logs are JSON lines on
 standard output; --log-level sets the root level (trace, debug, info, warn, error, fatal, off;
@@ -91,6 +93,10 @@ export async function main(args: string[]): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
+  if (args.includes('--version') || args.includes('-v')) {
+    process.stdout.write(`prx ${prxVersion()}\n`);
+    return;
+  }
   let invocation: Invocation;
   try {
     invocation = parseArgs(args);
@@ -108,6 +114,9 @@ export async function main(args: string[]): Promise<void> {
   if (!config) return;
   if (invocation.check) {
     process.stdout.write(`${effectiveConfigJson(config)}\n`);
+    // Lint findings do not make the config invalid (it starts as is): stderr, exit status 0.
+    const { configLintLines } = await import('./config-lint.js');
+    for (const line of await configLintLines(config)) process.stderr.write(`prx: ${line}\n`);
     return;
   }
   let proxy: ProxyProcess;

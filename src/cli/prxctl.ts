@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { errorMessage } from '../core/errors.js';
+import { prxVersion } from '../core/version.js';
 
 const USAGE = `usage: prxctl [--base-url <url>] <command>
 
@@ -14,6 +15,7 @@ Commands (against the prx-resolver HTTP controller, io.prx.httpController):
 Options:
   --base-url <url>  the controller's address (default: $PRXCTL_BASE_URL, else ${'http://127.0.0.1:4180'})
   -h, --help        show this help
+  -v, --version     print the version
 
 Dtab files are dtab text (\`/svc => /#/io.prx.fs ;\`, \`#\` comments) or a JSON array of
 {"prefix","dst"} objects. \`dtab get\` prints a file \`dtab update\` reads back.
@@ -50,7 +52,7 @@ interface ParsedArgs {
 }
 
 const VALUE_OPTIONS = new Set(['--base-url', '--if-match', '--dtab']);
-const FLAG_OPTIONS = new Set(['--json', '--help', '-h']);
+const FLAG_OPTIONS = new Set(['--json', '--help', '-h', '--version', '-v']);
 
 function parseArgs(args: readonly string[]): ParsedArgs {
   const positional: string[] = [];
@@ -85,6 +87,10 @@ export async function run(args: readonly string[], io: PrxctlIo): Promise<number
     const parsed = parseArgs(args);
     if (parsed.options.has('--help') || parsed.options.has('-h')) {
       io.stdout(USAGE);
+      return 0;
+    }
+    if (parsed.options.has('--version') || parsed.options.has('-v')) {
+      io.stdout(`prxctl ${prxVersion()}\n`);
       return 0;
     }
     const base = baseUrl(parsed, io.env);
@@ -251,6 +257,10 @@ class Controller {
   }
 
   async delegate(ns: string, path: string, dtab: string | undefined): Promise<unknown> {
+    // The controller explains a namespace it does not store through the empty dtab (as namerd
+    // does): a `neg` that reads like a routing result. A typo'd namespace is an error here.
+    const exists = await this.#request('HEAD', dtabPath(ns));
+    if (exists.status === 404) throw new CommandError(`dtab namespace ${ns} not found`);
     const query = new URLSearchParams({ path, ...(dtab === undefined ? {} : { dtab }) });
     const res = await this.#request('GET', `/api/1/delegate/${encodeURIComponent(ns)}?${query.toString()}`);
     if (res.status === 400) throw new CommandError(`invalid request: ${(await res.text()).trim()}`);

@@ -55,7 +55,7 @@ function metricFields(name: string, metric: Metric, out: Field[]): void {
       return;
     }
     case 'histogram': {
-      const s = metric.summary;
+      const s = metric.summaryOrSoFar;
       if (s) summaryFields(name, s, out);
       return;
     }

@@ -8,11 +8,11 @@
  * request data. The builder copies whitelisted fields only and drops any "kind" string that does
  * not look like a kind, so a value planted in the wrong field cannot leak.
  */
-import { readFileSync } from 'node:fs';
 import { availableParallelism, release, type } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { errorMessage } from '../core/errors.js';
+import { prxVersion } from '../core/version.js';
 import {
   readGauge,
   serverLabel,
@@ -155,22 +155,8 @@ function processGauges(registry: MetricsRegistry): UsageStat[] {
   ];
 }
 
-let cachedVersion: string | undefined;
-
-/** prx's version from its package.json (found upward from this module, in src/ or dist/). */
-export function prxVersion(): string {
-  if (cachedVersion !== undefined) return cachedVersion;
-  cachedVersion = 'unknown';
-  for (let dir = new URL('./', import.meta.url); ; dir = new URL('../', dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL('package.json', dir), 'utf8')) as { name?: unknown; version?: unknown };
-      if (pkg.name === 'prx' && typeof pkg.version === 'string') return (cachedVersion = pkg.version);
-    } catch {
-      // No package.json at this level; keep walking up.
-    }
-    if (new URL('../', dir).href === dir.href) return cachedVersion;
-  }
-}
+/** prx's version (bundled at build time; from package.json when run from source). */
+export { prxVersion };
 
 /** Options of {@link UsageReporter}. */
 export interface UsageReporterOptions {

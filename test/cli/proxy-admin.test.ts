@@ -245,7 +245,7 @@ describe('proxy process: admin wiring', () => {
     assert.equal(messages('dtab-unreachable-dentries').length, 1);
     assert.match(messages('dtab-unreachable-dentries')[0] ?? '', /router web: dentry 2 '\/orphan=>\/\$\/nil' is unreachable/);
     const text = await request(`${s.admin}/admin/lint`);
-    assert.match(text.text, /3 linters run, 2 issues found/);
+    assert.match(text.text, /4 linters run, 2 issues found/);
   });
 
   test('metrics.json and prometheus carry router and process metrics', async () => {

@@ -17,13 +17,20 @@ export interface DelegationNamespace {
    * dtab; the resolver returns the namespace's stored dtab, which the parameter is appended to.
    */
   readonly baseDtab: () => Dtab | Promise<Dtab>;
+  /**
+   * What stands in for a request without a `dtab`: the proxy's routers use their configured dtab,
+   * so `?namespace=<router>&path=…` explains what the router does (Linkerd uses the empty dtab,
+   * which answers `neg` and reads like a routing result). Absent: the empty dtab.
+   */
+  readonly defaultDtab?: () => Dtab;
 }
 
 /**
  * `/delegator.json`: explains how a path delegates. `GET ?namespace=&path=&dtab=` or a JSON
- * `POST {"namespace","dtab","path"}`. Errors as Linkerd: 400 invalid dtab/path or malformed
- * body, 415 for a non-JSON POST, 405 other methods, 501 for interpreters that cannot explain,
- * 503 `Request timed out.` when namers do not answer within 2 s.
+ * `POST {"namespace","dtab","path"}`; without `dtab`, through the namespace's default dtab.
+ * Errors as Linkerd: 400 invalid dtab/path or malformed body, 415 for a non-JSON POST, 405 other
+ * methods, 501 for interpreters that cannot explain, 503 `Request timed out.` when namers do not
+ * answer within 2 s.
  */
 export function delegatorEndpoint(
   path: string,
@@ -40,7 +47,8 @@ export function delegatorEndpoint(
 
 interface DelegationRequest {
   namespace: string | undefined;
-  dtab: string;
+  /** Undefined when the request has no `dtab` (an empty one is a dtab). */
+  dtab: string | undefined;
   path: string;
 }
 
@@ -60,11 +68,11 @@ function parseRequest(req: AdminRequest): DelegationRequest | AdminResponse {
       || (b['namespace'] !== undefined && typeof b['namespace'] !== 'string')) {
       return textResponse(`Malformed delegation request: ${text}`, 400);
     }
-    return { namespace: b['namespace'], dtab: b['dtab'] ?? '', path: b['path'] };
+    return { namespace: b['namespace'], dtab: b['dtab'], path: b['path'] };
   }
   const path = req.query.get('path');
   if (path === null) return textResponse('Malformed delegation request: the path parameter is required', 400);
-  return { namespace: req.query.get('namespace') ?? undefined, dtab: req.query.get('dtab') ?? '', path };
+  return { namespace: req.query.get('namespace') ?? undefined, dtab: req.query.get('dtab') ?? undefined, path };
 }
 
 async function handleDelegation(
@@ -84,7 +92,7 @@ async function handleDelegation(
   let dtab: Dtab;
   let path: Path;
   try {
-    dtab = readDtab(parsed.dtab);
+    dtab = parsed.dtab !== undefined ? readDtab(parsed.dtab) : (ns.defaultDtab?.() ?? Dtab.empty);
   } catch (e) {
     return textResponse(`Invalid dtab: ${errorMessage(e)}`, 400);
   }

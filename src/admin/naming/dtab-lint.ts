@@ -3,7 +3,16 @@ import type { LintIssue, Linter } from '../lint.js';
 
 /** What the dtab linters look at: each router's dtab and dstPrefix, and the namers' prefixes. */
 export interface RoutingSnapshot {
-  readonly routers: readonly { readonly label: string; readonly dstPrefix: Path; readonly dtab: Dtab }[];
+  readonly routers: readonly {
+    readonly label: string;
+    readonly dstPrefix: Path;
+    readonly dtab: Dtab;
+    /**
+     * False when the router's interpreter binds `/#/` names elsewhere (a resolver), whose namers
+     * are unknown here; true or absent when it binds them through the configured namers.
+     */
+    readonly localNamers?: boolean;
+  }[];
   /** Full prefixes the configured namers serve, e.g. `/#/io.prx.fs`. */
   readonly namerPrefixes: readonly Path[];
 }
@@ -80,6 +89,32 @@ export function unusedNamers(snapshot: RoutingSnapshot): LintIssue[] {
 }
 
 /**
+ * Dentries that send names to a `/#/` namer that is not configured (`/#/io.prx.consul/…` with no
+ * consul namer): nothing binds them, so those names are Neg, which reads like a routing result.
+ * A warning, not a config error: the dtab may be meant for another process, or a namer to come.
+ */
+export function unconfiguredNamers(snapshot: RoutingSnapshot): LintIssue[] {
+  const issues: LintIssue[] = [];
+  const configured = (leaf: Path): boolean => snapshot.namerPrefixes.some((p) => leaf.startsWith(p) || p.startsWith(leaf));
+  for (const r of snapshot.routers) {
+    if (r.localNamers === false) continue;
+    r.dtab.dentries.forEach((d, i) => {
+      const missing = new Set<string>();
+      for (const leaf of leavesOf(d.dst)) {
+        if (leaf.size >= 2 && leaf.elems[0] === '#' && !configured(leaf)) missing.add(`/#/${leaf.elems[1] as string}`);
+      }
+      for (const namer of missing) {
+        issues.push({
+          severity: 'warning',
+          message: `router ${r.label}: dentry ${i + 1} '${d.show}' names the namer ${namer}, which is not configured (names bound through it are neg)`,
+        });
+      }
+    });
+  }
+  return issues;
+}
+
+/**
  * Dentries no name can reach: their prefix overlaps neither the router's `dstPrefix` (where
  * identified names start) nor any destination of another dentry.
  */
@@ -113,6 +148,11 @@ export function dtabLinters(snapshot: () => RoutingSnapshot): Linter[] {
       name: 'dtab-unused-namers',
       description: 'Configured namers that no dtab routes to',
       run: () => ({ name: 'dtab-unused-namers', issues: unusedNamers(snapshot()) }),
+    },
+    {
+      name: 'dtab-unconfigured-namers',
+      description: 'Dentries that name a namer that is not configured',
+      run: () => ({ name: 'dtab-unconfigured-namers', issues: unconfiguredNamers(snapshot()) }),
     },
     {
       name: 'dtab-unreachable-dentries',

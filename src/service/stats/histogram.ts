@@ -110,6 +110,18 @@ export class BucketedHistogram {
 
   /** Summarises the current interval and clears it. */
   snapshotAndReset(): HistogramSummary {
+    const summary = this.peek();
+    if (summary.count === 0) return summary;
+    (this.#counts as Uint32Array).fill(0);
+    this.#count = 0;
+    this.#sum = 0;
+    this.#min = Infinity;
+    this.#max = -Infinity;
+    return summary;
+  }
+
+  /** Summarises the current interval so far, leaving it running. */
+  peek(): HistogramSummary {
     const count = this.#count;
     const counts = this.#counts;
     if (count === 0 || counts === null) return EMPTY_SUMMARY;
@@ -128,7 +140,7 @@ export class BucketedHistogram {
         target = Math.round((QUANTILES[qi] ?? 1) * count);
       }
     }
-    const summary: HistogramSummary = {
+    return {
       count,
       sum: this.#sum,
       avg: this.#sum / count,
@@ -141,12 +153,6 @@ export class BucketedHistogram {
       p9990: q[4] ?? max,
       p9999: q[5] ?? max,
     };
-    counts.fill(0);
-    this.#count = 0;
-    this.#sum = 0;
-    this.#min = Infinity;
-    this.#max = -Infinity;
-    return summary;
   }
 }
 

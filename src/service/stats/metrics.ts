@@ -89,6 +89,17 @@ export class HistogramMetric extends BucketedHistogram implements Histogram {
     return this.#summary;
   }
 
+  /**
+   * What `/admin/metrics.json` shows: the last completed interval's summary; before the first
+   * snapshot, the values recorded so far (once there are any), so latencies appear within
+   * seconds of start-up rather than after a whole interval. Prometheus keeps Linkerd's rule and
+   * shows only completed intervals.
+   */
+  get summaryOrSoFar(): HistogramSummary | undefined {
+    if (this.#summary !== undefined) return this.#summary;
+    return this.count > 0 ? this.peek() : undefined;
+  }
+
   /** Ends the current interval, publishing its summary. */
   snapshot(): void {
     this.#summary = this.snapshotAndReset();
