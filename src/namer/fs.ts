@@ -35,8 +35,8 @@ export class FsNamer implements EnumeratingNamer, RunningNamer {
 
   constructor(rootDir: string, prefix: Path, onError: (e: unknown) => void = () => {}) {
     this.#prefix = prefix;
-    // Empty or malformed right after a change is taken for a write in progress (see watchDirectory).
-    this.#snapshot = watchDirectory(rootDir, onError, { suspect: (text) => text.trim() === '' || parseAddresses('', text).kind === 'failed' });
+    // No address, or a malformed line, right after a change is taken for a write in progress.
+    this.#snapshot = watchDirectory(rootDir, onError, { suspect: noSoundAddress });
   }
 
   lookup(path: Path): Activity<NameTree<Name>> {
@@ -105,6 +105,12 @@ function sameLookup(a: State<NameTree<Name>>, b: State<NameTree<Name>>): boolean
   const bx = x.value as BoundName;
   const by = y.value as BoundName;
   return bx.idStr === by.idStr && bx.residual.equals(by.residual) && bx.addr === by.addr;
+}
+
+/** A file's text that names no address or has a malformed line (see watchDirectory's `suspect`). */
+function noSoundAddress(text: string): boolean {
+  const addr = parseAddresses('', text);
+  return addr.kind !== 'bound' || addr.addresses.length === 0;
 }
 
 const PORT = /^[0-9]{1,5}$/;

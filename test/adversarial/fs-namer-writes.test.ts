@@ -31,13 +31,13 @@ export async function truncateThenWrite(path: string, text: string): Promise<voi
   }
 }
 
-/** Writes the first line up to its port, then the rest a moment later: readers can see a malformed line. */
+/** Writes the first line up to its port, then the rest 20 ms later: readers can see a malformed line. */
 export async function writeInTwoParts(path: string, text: string): Promise<void> {
   const cut = text.indexOf(' ');
   const fd = openSync(path, 'w');
   try {
     writeSync(fd, text.slice(0, cut));
-    await sleep(3);
+    await sleep(20);
     writeSync(fd, text.slice(cut));
   } finally {
     closeSync(fd);
