@@ -124,7 +124,7 @@ describe('fs namer: a file rewritten in place while requests flow', () => {
         const writes = await keepRewriting(fx.file, texts, write).finally(() => (stop = true));
         const statuses = await flowing;
         const total = [...statuses.values()].reduce((a, b) => a + b, 0);
-        assert.ok(writes > 50, `the writer kept writing (${writes} writes)`);
+        assert.ok(writes > 20, `the writer kept writing (${writes} writes)`);
         assert.ok(total > 100, `requests flowed (${total})`);
         assert.deepEqual(Object.fromEntries(statuses), { 200: total }, 'no request failed while the file was being written');
       } finally {
