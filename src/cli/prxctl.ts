@@ -9,7 +9,7 @@ Commands (against the prx-resolver HTTP controller, io.prx.httpController):
   dtab get <ns> [--json]                      show a dtab and its version
   dtab create <ns> <file|->                   create a namespace from a dtab file (or stdin)
   dtab update <ns> <file|-> [--if-match <v>]  replace a dtab; with --if-match only if still at version v
-  dtab delete <ns>                            delete a namespace
+  dtab delete <ns> [--if-match <v>]           delete a namespace; with --if-match only if still at version v
   delegate <ns> <path> [--dtab <dtab>]        explain how a path delegates (extra dentries appended)
 
 Options:
@@ -175,9 +175,9 @@ async function dispatch(ctl: Controller, parsed: ParsedArgs, io: PrxctlIo): Prom
       return;
     }
     case 'delete': {
-      allowed([]);
-      expectArgs(rest, 1, 'dtab delete <ns>');
-      await ctl.delete(rest[0] as string);
+      allowed(['--if-match']);
+      expectArgs(rest, 1, 'dtab delete <ns> [--if-match <version>]');
+      await ctl.delete(rest[0] as string, optionString(parsed, '--if-match'));
       io.stdout(`deleted dtab namespace ${rest[0] as string}\n`);
       return;
     }
@@ -250,10 +250,13 @@ class Controller {
     await this.#expectWrite(res);
   }
 
-  async delete(ns: string): Promise<void> {
-    const res = await this.#request('DELETE', dtabPath(ns));
+  async delete(ns: string, ifMatch?: string): Promise<void> {
+    const res = await this.#request('DELETE', dtabPath(ns), ifMatch === undefined ? {} : { headers: { 'if-match': ifMatch } });
     if (res.status === 404) throw new CommandError(`dtab namespace ${ns} not found`);
-    await this.#expect(res, 204);
+    if (res.status === 412) {
+      throw new CommandError(`version mismatch: dtab namespace ${ns} is no longer at version ${ifMatch ?? ''}; get it again and retry`);
+    }
+    await this.#expectWrite(res);
   }
 
   async delegate(ns: string, path: string, dtab: string | undefined): Promise<unknown> {
@@ -278,7 +281,10 @@ class Controller {
   }
 
   async #expectWrite(res: Response): Promise<void> {
-    if (res.status === 400) throw new CommandError(`invalid dtab: ${(await res.text()).trim()}`);
+    if (res.status === 400) {
+      const reason = (await res.text()).trim();
+      throw new CommandError(reason.startsWith('Invalid If-Match') ? `invalid --if-match: ${reason}` : `invalid dtab: ${reason}`);
+    }
     await this.#expect(res, 204);
   }
 

@@ -5,6 +5,7 @@ export const ConfigErrorCode = {
   invalid: 'PRX_ERR_CONFIG_INVALID',
   read: 'PRX_ERR_CONFIG_READ',
   syntax: 'PRX_ERR_CONFIG_SYNTAX',
+  tooLarge: 'PRX_ERR_CONFIG_TOO_LARGE',
   unknownKind: 'PRX_ERR_CONFIG_UNKNOWN_KIND',
   experimental: 'PRX_ERR_CONFIG_EXPERIMENTAL',
   conflictingLabels: 'PRX_ERR_CONFIG_CONFLICTING_LABELS',
@@ -61,8 +62,16 @@ export class ConfigError extends PrxError {
 
 /** The config source could not be read (missing file, permissions, stdin failure). */
 export class ConfigReadError extends PrxError {
-  constructor(origin: string, reason: string, options?: ErrorOptions) {
-    super(ConfigErrorCode.read, `cannot read configuration from ${origin}: ${reason}`, options);
+  constructor(origin: string, reason: string, options?: ErrorOptions, code: ConfigErrorCode = ConfigErrorCode.read) {
+    super(code, `cannot read configuration from ${origin}: ${reason}`, options);
+  }
+}
+
+/** The config source is larger than prx reads (a config is kilobytes; this is a mistake or an attack). */
+export class ConfigTooLargeError extends ConfigReadError {
+  constructor(origin: string, limit: number, size?: number) {
+    const what = size === undefined ? '' : `${size} bytes, `;
+    super(origin, `${what}larger than the limit of ${limit} bytes`, undefined, ConfigErrorCode.tooLarge);
   }
 }
 
@@ -99,6 +108,8 @@ export function showValue(value: unknown): string {
   let text: string;
   if (typeof value === 'number' && !Number.isFinite(value)) text = String(value);
   else if (value === undefined) text = 'nothing';
+  // A long string is cut before it is quoted: it may be megabytes.
+  else if (typeof value === 'string' && value.length > MAX_VALUE_CHARS) text = JSON.stringify(value.slice(0, MAX_VALUE_CHARS));
   else text = JSON.stringify(value) ?? `a ${typeof value}`; // functions and symbols have no JSON
   return text.length > MAX_VALUE_CHARS ? `${text.slice(0, MAX_VALUE_CHARS - 1)}…` : text;
 }

@@ -1,6 +1,9 @@
-import { readFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type Pair } from 'yaml';
-import { ConfigError, ConfigErrorCode, ConfigReadError, type ConfigIssue, type ConfigPath } from './errors.js';
+import { errorMessage } from '../core/errors.js';
+import { MAX_CONFIG_BYTES, documentBoundIssue, flowNestingIssue } from './bounds.js';
+import { ConfigError, ConfigErrorCode, ConfigReadError, ConfigTooLargeError, type ConfigIssue, type ConfigPath } from './errors.js';
 
 /** The text of a config file and where it came from (a path, or `<stdin>`). */
 export interface ConfigSource {
@@ -24,23 +27,40 @@ const READ_REASONS: Readonly<Record<string, string>> = {
 
 /**
  * Reads the config named on the command line: a file path, or `-` for all of standard input.
- * Throws {@link ConfigReadError} when the source cannot be read.
+ * Throws {@link ConfigReadError} when the source cannot be read, {@link ConfigTooLargeError}
+ * when it holds more than {@link MAX_CONFIG_BYTES} (read no further than that).
  */
 export async function readConfigSource(arg: string, opts: ReadConfigOptions = {}): Promise<ConfigSource> {
   const origin = arg === '-' ? STDIN_ORIGIN : arg;
   try {
-    const text = arg === '-' ? await readAll(opts.stdin ?? process.stdin) : await readFile(arg, 'utf8');
+    if (arg !== '-') {
+      // A regular file's size is known up front; a device or pipe is read up to the limit.
+      const info = await stat(arg);
+      if (info.isDirectory()) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
+      if (info.isFile() && info.size > MAX_CONFIG_BYTES) throw new ConfigTooLargeError(origin, MAX_CONFIG_BYTES, info.size);
+    }
+    const text = await readAtMost(arg === '-' ? (opts.stdin ?? process.stdin) : createReadStream(arg), origin);
     return { text, origin };
   } catch (e) {
+    if (e instanceof ConfigReadError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     const reason = (code !== undefined ? READ_REASONS[code] : undefined) ?? (e as Error).message;
     throw new ConfigReadError(origin, reason, { cause: e });
   }
 }
 
-async function readAll(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
+async function readAtMost(stream: AsyncIterable<string | Uint8Array>, origin: string): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
+  let size = 0;
+  for await (const chunk of stream) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk);
+    size += bytes.byteLength;
+    if (size > MAX_CONFIG_BYTES) {
+      (stream as { destroy?: () => void }).destroy?.();
+      throw new ConfigTooLargeError(origin, MAX_CONFIG_BYTES);
+    }
+    chunks.push(bytes);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 
@@ -48,15 +68,25 @@ async function readAll(stream: AsyncIterable<string | Uint8Array>): Promise<stri
  * Parses config text, JSON or YAML (JSON is read as YAML 1.2, core schema: `yes` stays a
  * string), into plain data. Rejects syntax errors (with line and column), duplicate keys (naming
  * the key and its position), unresolved tags, recursive aliases, and a top level that is not an
- * object. Throws {@link ConfigError} with code `PRX_ERR_CONFIG_SYNTAX`.
+ * object. Throws {@link ConfigError} with code `PRX_ERR_CONFIG_SYNTAX`, or
+ * `PRX_ERR_CONFIG_TOO_LARGE` for a document past the bounds of `bounds.ts` (an alias bomb,
+ * collections nested too deep, a huge string), named by key path and position.
  */
 export function parseConfigText(text: string, origin?: string): unknown {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { version: '1.2', schema: 'core', uniqueKeys: true, lineCounter: lines, prettyErrors: false });
   const at = (offset: number): string => {
     const { line, col } = lines.linePos(offset);
     return `line ${line}, column ${col}`;
   };
+  // Positions of the pre-scan come from the text itself (the line counter fills while parsing).
+  const nesting = flowNestingIssue(text, (offset) => positionIn(text, offset));
+  if (nesting !== undefined) throw new ConfigError([nesting], origin);
+  let doc: Document;
+  try {
+    doc = parseDocument(text, { version: '1.2', schema: 'core', uniqueKeys: true, lineCounter: lines, prettyErrors: false });
+  } catch (e) {
+    throw new ConfigError([syntaxIssue([], `cannot parse: ${errorMessage(e)}`)], origin);
+  }
 
   const issues: ConfigIssue[] = [];
   for (const problem of [...doc.errors, ...doc.warnings]) {
@@ -67,18 +97,18 @@ export function parseConfigText(text: string, origin?: string): unknown {
       issues.push(syntaxIssue([], `syntax error at ${at(offset)}: ${problem.message}`));
     }
   }
-  // An alias inside the node it names would make the data cyclic.
-  visit(doc, {
-    Alias(_key, alias, ancestry) {
-      const target = alias.resolve(doc);
-      if (target !== undefined && ancestry.includes(target)) {
-        issues.push(syntaxIssue([], `recursive alias *${alias.source} at ${at(alias.range?.[0] ?? 0)}`));
-      }
-    },
-  });
   if (issues.length > 0) throw new ConfigError(issues, origin);
+  const bound = documentBoundIssue(doc, lines);
+  if (bound !== undefined) throw new ConfigError([bound], origin);
 
-  const data: unknown = doc.toJS({ maxAliasCount: 1000 });
+  let data: unknown;
+  try {
+    // The bound above already counted what aliases expand to; the library's own alias limit
+    // (a count of uses, not of size) would refuse sound configs that reuse an anchor often.
+    data = doc.toJS({ maxAliasCount: -1 });
+  } catch (e) {
+    throw new ConfigError([syntaxIssue([], `cannot read the document: ${errorMessage(e)}`)], origin);
+  }
   if (data === null || data === undefined) {
     throw new ConfigError([syntaxIssue([], 'the configuration is empty')], origin);
   }
@@ -101,6 +131,17 @@ export async function loadConfigWith<T>(arg: string, validateRaw: (raw: unknown)
   } catch (e) {
     throw e instanceof ConfigError ? e.withOrigin(origin) : e;
   }
+}
+
+/** `line L, column C` of `offset` in `text` (1-based, as the parser reports them). */
+function positionIn(text: string, offset: number): string {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf('\n'); i >= 0 && i < offset; i = text.indexOf('\n', i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return `line ${line}, column ${offset - start + 1}`;
 }
 
 function syntaxIssue(path: ConfigPath, message: string): ConfigIssue {

@@ -7,7 +7,7 @@ import {
   ip,
   kindShape,
   kindSlot,
-  nonEmptyString,
+  metricName,
   pathText,
   port,
   positiveInt,
@@ -82,7 +82,7 @@ export function interpreterShape<K extends string>(kind: K) {
  */
 export const routerBaseShape = {
   protocol: z.string(),
-  label: nonEmptyString.optional(),
+  label: metricName.optional(),
   experimental: z.boolean().default(false),
   servers: serverList(serverBaseSchema),
   announcers: z.array(kindSlot('announcer')).default([]),

@@ -56,6 +56,30 @@ export const fraction = numberInRange(0, 1);
 /** A string with at least one character. */
 export const nonEmptyString = z.string().min(1);
 
+/** The longest name that becomes part of metric names and admin paths (a router label, a prefix). */
+export const MAX_NAME_CHARS = 128;
+
+const METRIC_NAME = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * A name that becomes part of metric names and admin pages (a router label, a stats prefix):
+ * 1–128 characters from `A–Z a–z 0–9 _ . -`, so that every exporter (JSON keys, Prometheus labels,
+ * statsd names split on `:` and `|`) carries it unchanged.
+ */
+export const metricName = z.string().superRefine((text, ctx) => {
+  if (text.length === 0 || text.length > MAX_NAME_CHARS || !METRIC_NAME.test(text)) {
+    addIssue(ctx, [], `must be 1 to ${MAX_NAME_CHARS} characters from A-Z, a-z, 0-9, "_", "." and "-" (it names metrics and admin pages)`, {
+      value: text,
+    });
+  }
+});
+
+/** A short identifier shown in admin paths (a resolver namespace): 1–128 characters. */
+export const shortName = z.string().min(1).max(MAX_NAME_CHARS);
+
+/** The longest dtab a config holds inline (characters); a larger one belongs in the resolver. */
+export const MAX_CONFIG_DTAB_CHARS = 100_000;
+
 /** A file-system path (certificates, dtab files): a non-empty string, not checked for existence. */
 export const filePath = nonEmptyString;
 
@@ -88,6 +112,10 @@ export const pathText = z.string().transform((text, ctx) => {
 
 /** A delegation table in text form, normalized to its canonical form (`/a=>/b;/c=>/d`). */
 export const dtabText = z.string().transform((text, ctx) => {
+  if (text.length > MAX_CONFIG_DTAB_CHARS) {
+    addIssue(ctx, [], `invalid dtab: ${text.length} characters, more than the ${MAX_CONFIG_DTAB_CHARS} a config may hold`, { value: text });
+    return z.NEVER;
+  }
   try {
     return readDtab(text).show;
   } catch (e) {

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, filePath, interpreterShape, nonEmptyString, pathText, positiveInt } from '../config/index.js';
+import { addIssue, filePath, interpreterShape, nonEmptyString, pathText, positiveInt, shortName } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
 import {
@@ -55,7 +55,7 @@ export const resolverClientTlsSchema = z.strictObject({ commonName: nonEmptyStri
 export const resolverHttpInterpreterSchema = z.strictObject({
   ...interpreterShape('io.prx.resolver.http'),
   dst: pathText,
-  namespace: nonEmptyString.default('default'),
+  namespace: shortName.default('default'),
   retry: resolverRetrySchema.prefault({}),
   tls: resolverClientTlsSchema.optional(),
 });

@@ -13,8 +13,9 @@ import { type EnumeratingNamer, type RunningNamer, defineNamer } from './namer-k
  * `io.prx.fs`: one file per name under `rootDir` (subdirectories nest: `/#/io.prx.fs/a/b` is the
  * file `a/b`, and anything after a file is the residual). Each line is `host port` or
  * `host port * weight`; `#` starts a comment. Files are watched: edits, new files, deletions and
- * renames apply live. A missing file is Neg; a malformed line fails the name's address with the
- * line in the message.
+ * renames apply live, once settled; a file caught empty or malformed while being written keeps its
+ * last sound addresses until it settles. A missing file is Neg; a malformed line fails the name's
+ * address with the line in the message.
  */
 export const fsNamerSchema = z.strictObject({
   ...namerShape('io.prx.fs'),
@@ -34,7 +35,8 @@ export class FsNamer implements EnumeratingNamer, RunningNamer {
 
   constructor(rootDir: string, prefix: Path, onError: (e: unknown) => void = () => {}) {
     this.#prefix = prefix;
-    this.#snapshot = watchDirectory(rootDir, onError);
+    // No address, or a malformed line, right after a change is taken for a write in progress.
+    this.#snapshot = watchDirectory(rootDir, onError, { suspect: noSoundAddress });
   }
 
   lookup(path: Path): Activity<NameTree<Name>> {
@@ -103,6 +105,12 @@ function sameLookup(a: State<NameTree<Name>>, b: State<NameTree<Name>>): boolean
   const bx = x.value as BoundName;
   const by = y.value as BoundName;
   return bx.idStr === by.idStr && bx.residual.equals(by.residual) && bx.addr === by.addr;
+}
+
+/** A file's text that names no address or has a malformed line (see watchDirectory's `suspect`). */
+function noSoundAddress(text: string): boolean {
+  const addr = parseAddresses('', text);
+  return addr.kind !== 'bound' || addr.addresses.length === 0;
 }
 
 const PORT = /^[0-9]{1,5}$/;

@@ -41,3 +41,10 @@ export class InvalidDtabBodyError extends PrxError {
     super('PRX_ERR_INVALID_DTAB_BODY', message, options);
   }
 }
+
+/** An `If-Match` header that is neither `*` nor a list of entity-tags (HTTP 400). */
+export class InvalidIfMatchError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_INVALID_IF_MATCH', message);
+  }
+}

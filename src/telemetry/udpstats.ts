@@ -34,13 +34,13 @@ import {
   type StatsReceiver,
 } from '../service/stats/index.js';
 import { errorMessage } from '../core/errors.js';
-import { fraction, ip, kindShape, port, positiveInt } from '../config/index.js';
+import { fraction, ip, kindShape, metricName, port, positiveInt } from '../config/index.js';
 import { defineTelemeter, type Telemeter, type TelemeterContext } from './telemeter.js';
 
 /** Config of `io.prx.udpstats`, with defaults. */
 export const udpStatsSchema = z.strictObject({
   ...kindShape('io.prx.udpstats'),
-  prefix: z.string().default('prx'),
+  prefix: metricName.default('prx'),
   hostname: ip.default('127.0.0.1'),
   port: port.default(8125),
   gaugeIntervalMs: positiveInt.default(10_000),

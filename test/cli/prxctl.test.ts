@@ -140,6 +140,25 @@ describe('dtab commands', () => {
     r = await prxctl(['dtab', 'delete', 'gone']);
     assert.deepEqual([r.code, r.stderr], [1, 'prxctl: dtab namespace gone not found\n']);
   });
+
+  test('delete --if-match: only at that version; a malformed one is refused', async () => {
+    const { readDtab } = await import('../../src/naming/index.js');
+    await fx.store.put('held', readDtab('/a => /b'));
+    const v1 = (await stored('held'))?.version ?? '';
+    await fx.store.put('held', readDtab('/a => /c'));
+    let r = await prxctl(['dtab', 'delete', 'held', '--if-match', v1]);
+    assert.deepEqual(
+      [r.code, r.stderr],
+      [1, `prxctl: version mismatch: dtab namespace held is no longer at version ${v1}; get it again and retry\n`],
+    );
+    r = await prxctl(['dtab', 'delete', 'held', '--if-match', `"${v1}`]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^prxctl: invalid --if-match: Invalid If-Match .*: an entity-tag has no closing quote\n$/);
+    assert.equal((await stored('held'))?.dtab, '/a=>/c');
+    r = await prxctl(['dtab', 'delete', 'held', '--if-match', (await stored('held'))?.version ?? '']);
+    assert.deepEqual([r.code, r.stdout], [0, 'deleted dtab namespace held\n']);
+    assert.equal(await stored('held'), undefined);
+  });
 });
 
 describe('delegate', () => {

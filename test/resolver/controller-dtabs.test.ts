@@ -2,7 +2,8 @@
 // the spec's state table, with exact statuses, headers and bodies.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parseVersionTag, versionTag } from '../../src/resolver/interfaces/http-controller.js';
+import { versionTag } from '../../src/resolver/interfaces/http-controller.js';
+import { parseIfMatch, versionOfTag } from '../../src/resolver/interfaces/if-match.js';
 import { type ControllerFixture, request, startController } from './helpers.js';
 
 const SEED = { yeezus: '/yeezy => /yeezus', tlop: '/yeezy => /pablo' };
@@ -277,11 +278,14 @@ describe('state table: DELETE', () => {
 });
 
 describe('ETags', () => {
-  test('round-trip: versionTag and parseVersionTag', () => {
+  test('round-trip: versionTag and versionOfTag; If-Match parses strictly', () => {
     const v = new Uint8Array([0, 0, 0, 0, 0, 0, 0, 1]);
     assert.equal(versionTag(v), V1);
-    assert.deepEqual(parseVersionTag(V1), v);
-    assert.deepEqual(parseVersionTag(`W/"${V1}"`), v);
-    assert.notDeepEqual(parseVersionTag('yolo'), v);
+    assert.deepEqual(versionOfTag(V1), v);
+    for (const near of [`${V1}x`, V1.slice(0, -1), `A${V1}`, 'yolo!']) assert.equal(versionOfTag(near), undefined, near);
+    assert.deepEqual(parseIfMatch(V1), { kind: 'versions', versions: [v] });
+    assert.deepEqual(parseIfMatch(`"${V1}"`), { kind: 'versions', versions: [v] });
+    assert.deepEqual(parseIfMatch(`W/"${V1}"`), { kind: 'versions', versions: [] });
+    assert.deepEqual(parseIfMatch(' * '), { kind: 'any' });
   });
 });

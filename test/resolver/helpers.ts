@@ -92,7 +92,7 @@ export function countingStore(inner: DtabStore): DtabStore & { readonly observer
     create: (ns, d) => inner.create(ns, d),
     update: (ns, d, v) => inner.update(ns, d, v),
     put: (ns, d) => inner.put(ns, d),
-    delete: (ns) => inner.delete(ns),
+    delete: (ns, v) => inner.delete(ns, v),
     close: () => inner.close(),
     health: inner.health,
     observers: () => open,

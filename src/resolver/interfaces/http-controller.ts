@@ -5,7 +5,8 @@ import type { ServerTlsConfig } from '../../config/tls.js';
 import { PrxError, errorMessage } from '../../core/errors.js';
 import { type Activity, Dtab, type Path, type Var, readDtab, readPath } from '../../naming/index.js';
 import type { Counter } from '../../service/stats/index.js';
-import { RequestTimedOutError } from '../errors.js';
+import { InvalidIfMatchError, RequestTimedOutError } from '../errors.js';
+import { DtabNamespaceAbsentError } from '../storage/errors.js';
 import {
   renderAddr,
   renderBoundNames,
@@ -16,6 +17,7 @@ import {
 } from './controller-render.js';
 import { DTAB_MEDIA_TYPES, JSON_MEDIA_TYPE, codecForContentType, negotiateDtabType } from './dtab-codec.js';
 import { HttpListener } from './http-listener.js';
+import { type IfMatch, parseIfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
 
@@ -33,6 +35,8 @@ export const MAX_DTAB_BODY_BYTES = 1024 * 1024;
 
 /** How long a request without `watch` waits for storage or namers before a 503. */
 export const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
+
+export { versionTag } from './if-match.js';
 
 const API_PREFIX = '/api/1/';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
@@ -161,6 +165,7 @@ export class HttpController implements ResolverInterface {
   #errorReply(e: unknown): Reply {
     if (e instanceof BadRequest) return text(400, e.message);
     if (e instanceof BodyTooLarge) return text(413, e.message);
+    if (e instanceof InvalidIfMatchError) return text(400, e.message);
     if (e instanceof RequestTimedOutError) return text(503, e.message);
     if (PrxError.hasCode(e, 'PRX_ERR_DTAB_INVALID_NAMESPACE')) return text(400, errorMessage(e));
     if (PrxError.hasCode(e, 'PRX_ERR_STORAGE_UNAVAILABLE')) return text(503, errorMessage(e));
@@ -302,44 +307,70 @@ export class HttpController implements ResolverInterface {
         }
       }
       case 'PUT': {
+        const condition = readIfMatch(req);
         const dtab = await readDtabBody(req);
-        const ifMatch = req.headers['if-match'];
-        try {
-          if (ifMatch === undefined) {
-            // The spec's state table: PUT replaces an existing namespace and is 404 on an absent one.
-            // Without If-Match the write is still a compare-and-set on the version just read, retried
-            // when a concurrent writer wins, so it never resurrects a namespace deleted meanwhile.
-            for (;;) {
-              const current = await this.#firstValue(store.observe(ns), signal);
-              if (current === undefined) return text(404, `Dtab namespace ${ns} does not exist`);
-              try {
-                await store.update(ns, dtab, current.version);
-                return NO_CONTENT;
-              } catch (e) {
-                if (!PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) throw e;
-              }
-            }
-          }
-          await store.update(ns, dtab, parseVersionTag(ifMatch));
-          return NO_CONTENT;
-        } catch (e) {
-          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_ABSENT')) return text(404, `Dtab namespace ${ns} does not exist`);
-          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) {
-            return text(412, `Dtab namespace ${ns} has changed: version ${ifMatch} is not its current version`);
-          }
-          throw e;
-        }
+        return this.#conditional(ns, condition, req.headers['if-match'], signal, (version) =>
+          version === undefined ? this.#replace(ns, dtab, signal) : store.update(ns, dtab, version),
+        );
       }
       case 'DELETE':
-        try {
-          await store.delete(ns);
-          return NO_CONTENT;
-        } catch (e) {
-          if (PrxError.hasCode(e, 'PRX_ERR_DTAB_ABSENT')) return text(404, `Dtab namespace ${ns} does not exist`);
-          throw e;
-        }
+        return this.#conditional(ns, readIfMatch(req), req.headers['if-match'], signal, (version) => store.delete(ns, version));
       default:
         return methodNotAllowed(method, ['GET', 'HEAD', 'POST', 'PUT', 'DELETE']);
+    }
+  }
+
+  /**
+   * Runs a write under `If-Match`: without one (or with `*`) `write(undefined)`; with a list of
+   * entity-tags a compare-and-set per version they name until one is current. 404 when the
+   * namespace is absent, 412 when no tag is its current version.
+   */
+  async #conditional(
+    ns: string,
+    condition: IfMatch | undefined,
+    header: string | undefined,
+    signal: AbortSignal,
+    write: (version: Uint8Array | undefined) => Promise<void>,
+  ): Promise<Reply> {
+    const absent = text(404, `Dtab namespace ${ns} does not exist`);
+    try {
+      if (condition === undefined || condition.kind === 'any') {
+        await write(undefined);
+        return NO_CONTENT;
+      }
+      for (const version of condition.versions) {
+        try {
+          await write(version);
+          return NO_CONTENT;
+        } catch (e) {
+          if (!PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) throw e;
+        }
+      }
+      // No tag names a version at all: whether the namespace exists decides between 404 and 412.
+      if (condition.versions.length === 0 && (await this.#firstValue(this.#ctx.store.observe(ns), signal)) === undefined) return absent;
+      const shown = header !== undefined && header.length > 100 ? `${header.slice(0, 100)}…` : header;
+      return text(412, `Dtab namespace ${ns} has changed: version ${shown ?? ''} is not its current version`);
+    } catch (e) {
+      if (PrxError.hasCode(e, 'PRX_ERR_DTAB_ABSENT')) return absent;
+      throw e;
+    }
+  }
+
+  /**
+   * PUT without a version. The spec's state table: it replaces an existing namespace and is 404
+   * on an absent one. It is still a compare-and-set on the version just read, retried when a
+   * concurrent writer wins, so it never resurrects a namespace deleted meanwhile.
+   */
+  async #replace(ns: string, dtab: Dtab, signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const current = await this.#firstValue(this.#ctx.store.observe(ns), signal);
+      if (current === undefined) throw new DtabNamespaceAbsentError(ns);
+      try {
+        await this.#ctx.store.update(ns, dtab, current.version);
+        return;
+      } catch (e) {
+        if (!PrxError.hasCode(e, 'PRX_ERR_DTAB_VERSION_MISMATCH')) throw e;
+      }
     }
   }
 
@@ -445,20 +476,10 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-/** A dtab version as its ETag: the base64 of the version bytes. */
-export function versionTag(version: Uint8Array): string {
-  return Buffer.from(version).toString('base64');
-}
-
-/**
- * An `If-Match` value back to version bytes. Quotes (`"…"`) and a weak marker (`W/`) are tolerated;
- * anything else that is not base64 decodes to bytes no version has, hence 412.
- */
-export function parseVersionTag(tag: string): Uint8Array {
-  let t = tag.trim();
-  if (t.startsWith('W/')) t = t.slice(2);
-  if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) t = t.slice(1, -1);
-  return new Uint8Array(Buffer.from(t, 'base64'));
+/** The request's `If-Match`, parsed; undefined without one. */
+function readIfMatch(req: IncomingMessage): IfMatch | undefined {
+  const value = req.headers['if-match'];
+  return value === undefined ? undefined : parseIfMatch(value);
 }
 
 /** The `io.prx.httpController` kind. */

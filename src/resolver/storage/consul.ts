@@ -147,8 +147,21 @@ export class ConsulDtabStore extends CachedDtabStore implements DtabStore {
     await this.#reread(ns);
   }
 
-  async delete(ns: string): Promise<void> {
+  async delete(ns: string, version?: Uint8Array): Promise<void> {
     checkNamespace(ns, CONSUL_NS);
+    if (version !== undefined) {
+      const index = readDecimalVersion(version);
+      // cas=0 would delete nothing; a zero or unreadable version can only mismatch.
+      if (index !== undefined && index > 0n) {
+        const res = await this.#write('DELETE', `${this.#key(ns)}?${this.#query(this.#cfg.writeConsistencyMode, { cas: index.toString() })}`);
+        if (res.body.trim() === 'true') {
+          await this.#reread(ns);
+          return;
+        }
+      }
+      const now = await this.#reread(ns);
+      throw now === undefined ? new DtabNamespaceAbsentError(ns) : new DtabVersionMismatchError(ns);
+    }
     // Delete exactly the value read, so that "absent" is decided atomically with the delete.
     for (let attempt = 0; attempt < 5; attempt++) {
       const cur = await this.#read(ns);

@@ -1,4 +1,4 @@
-import type { Etcd3, IKeyValue, IOptions, IWatchResponse, Watcher } from 'etcd3';
+import type { Etcd3, IKeyValue, IOptions, IRequestOp, ITxnResponse, IWatchResponse, Watcher } from 'etcd3';
 import { z } from 'zod';
 import { addIssue, ip, kindShape, port } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
@@ -136,25 +136,8 @@ export class EtcdDtabStore extends CachedDtabStore implements DtabStore {
 
   async update(ns: string, dtab: Dtab, version: Uint8Array): Promise<void> {
     checkNamespace(ns);
-    const rev = readU64Version(version);
-    // A version that is no revision can only mismatch, unless the namespace is absent.
-    const expected = rev === undefined || rev === 0n ? -1n : rev;
-    const key = this.#key(ns);
-    const res = await this.#call('update', (c) =>
-      c.kv.txn({
-        compare: [
-          { key, target: 'Create', result: 'Greater', create_revision: 0 },
-          { key, target: 'Mod', result: 'Equal', mod_revision: expected.toString() },
-        ],
-        success: [{ request_put: { key, value: Buffer.from(dtabText(dtab)) } }],
-        failure: [{ request_range: { key } }],
-      }),
-    );
-    if (res.succeeded === true) return this.#wrote(ns, dtab, BigInt(res.header.revision));
-    const kv = res.responses[0]?.response_range.kvs[0];
-    if (kv === undefined) throw new DtabNamespaceAbsentError(ns);
-    this.cache.apply(ns, this.#entry(ns, kv), BigInt(kv.mod_revision));
-    throw new DtabVersionMismatchError(ns);
+    const res = await this.#casTxn(ns, version, 'update', { request_put: { key: this.#key(ns), value: Buffer.from(dtabText(dtab)) } });
+    this.#wrote(ns, dtab, BigInt(res.header.revision));
   }
 
   async put(ns: string, dtab: Dtab): Promise<void> {
@@ -164,9 +147,14 @@ export class EtcdDtabStore extends CachedDtabStore implements DtabStore {
     this.#wrote(ns, dtab, BigInt(res.header.revision));
   }
 
-  async delete(ns: string): Promise<void> {
+  async delete(ns: string, version?: Uint8Array): Promise<void> {
     checkNamespace(ns);
     const key = this.#key(ns);
+    if (version !== undefined) {
+      const res = await this.#casTxn(ns, version, 'delete', { request_delete_range: { key } });
+      this.cache.apply(ns, undefined, BigInt(res.header.revision));
+      return;
+    }
     const res = await this.#call('delete', (c) => c.kv.deleteRange({ key }));
     if (res.deleted === '0' || Number(res.deleted) === 0) throw new DtabNamespaceAbsentError(ns);
     this.cache.apply(ns, undefined, BigInt(res.header.revision));
@@ -210,6 +198,32 @@ export class EtcdDtabStore extends CachedDtabStore implements DtabStore {
             },
           }),
     };
+  }
+
+  /**
+   * One operation on `ns` if its mod_revision is `version`; DtabNamespaceAbsentError or
+   * DtabVersionMismatchError (with the cache brought up to date) otherwise.
+   */
+  async #casTxn(ns: string, version: Uint8Array, what: string, op: IRequestOp): Promise<ITxnResponse> {
+    const rev = readU64Version(version);
+    // A version that is no revision can only mismatch, unless the namespace is absent.
+    const expected = rev === undefined || rev === 0n ? -1n : rev;
+    const key = this.#key(ns);
+    const res = await this.#call(what, (c) =>
+      c.kv.txn({
+        compare: [
+          { key, target: 'Create', result: 'Greater', create_revision: 0 },
+          { key, target: 'Mod', result: 'Equal', mod_revision: expected.toString() },
+        ],
+        success: [op],
+        failure: [{ request_range: { key } }],
+      }),
+    );
+    if (res.succeeded === true) return res;
+    const kv = res.responses[0]?.response_range.kvs[0];
+    if (kv === undefined) throw new DtabNamespaceAbsentError(ns);
+    this.cache.apply(ns, this.#entry(ns, kv), BigInt(kv.mod_revision));
+    throw new DtabVersionMismatchError(ns);
   }
 
   #key(ns: string): Buffer {

@@ -77,10 +77,12 @@ export class InMemoryDtabStore extends CachedDtabStore implements DtabStore {
     });
   }
 
-  delete(ns: string): Promise<void> {
+  delete(ns: string, version?: Uint8Array): Promise<void> {
     return this.#run(() => {
       checkNamespace(ns);
-      if (this.cache.current(ns) === undefined) throw new DtabNamespaceAbsentError(ns);
+      const cur = this.#currentVersion(ns);
+      if (cur === undefined) throw new DtabNamespaceAbsentError(ns);
+      if (version !== undefined && !sameVersion(u64Version(cur), version)) throw new DtabVersionMismatchError(ns);
       this.cache.apply(ns, undefined, ++this.#order);
     });
   }

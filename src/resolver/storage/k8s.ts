@@ -138,14 +138,25 @@ export class K8sDtabStore extends CachedDtabStore implements DtabStore {
     throw new StorageUnavailableError(`put of dtab ${ns} kept racing with other writers; try again`);
   }
 
-  async delete(ns: string): Promise<void> {
+  async delete(ns: string, version?: Uint8Array): Promise<void> {
     checkNamespace(ns, K8S_NAME);
-    const res = await this.#send('DELETE', this.#item(ns));
+    const rv = version === undefined ? undefined : readTextVersion(version);
+    if (version !== undefined && (rv === undefined || rv === '')) {
+      // No resourceVersion to hold the delete to: it can only mismatch (or find nothing).
+      const cur = await this.#send('GET', this.#item(ns));
+      if (cur.status === 404) throw new DtabNamespaceAbsentError(ns);
+      this.#ok(cur, 'read');
+      throw new DtabVersionMismatchError(ns);
+    }
+    // A precondition makes the API server refuse (409) a delete of any other resourceVersion.
+    const options = rv === undefined ? undefined : JSON.stringify({ kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { resourceVersion: rv } });
+    const res = await this.#send('DELETE', this.#item(ns), options);
     if (res.status === 404) throw new DtabNamespaceAbsentError(ns);
+    if (res.status === 409) throw new DtabVersionMismatchError(ns);
     const body = this.#ok(res, 'delete') as DtabObject & { kind?: string };
     // The answer is the deleted object: no later version of it can exist, so its resourceVersion orders the deletion.
-    const rv = body.kind === 'DTab' ? body.metadata?.resourceVersion : undefined;
-    if (rv !== undefined) this.cache.apply(ns, undefined, this.#order(rv));
+    const goneRv = body.kind === 'DTab' ? body.metadata?.resourceVersion : undefined;
+    if (goneRv !== undefined) this.cache.apply(ns, undefined, this.#order(goneRv));
   }
 
   async close(): Promise<void> {

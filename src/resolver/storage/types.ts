@@ -25,8 +25,8 @@ export interface DtabStore {
   update(ns: string, dtab: Dtab, version: Uint8Array): Promise<void>;
   /** Upsert. */
   put(ns: string, dtab: Dtab): Promise<void>;
-  /** DtabNamespaceAbsentError. */
-  delete(ns: string): Promise<void>;
+  /** DtabNamespaceAbsentError; with a version, only if still at it (else DtabVersionMismatchError). */
+  delete(ns: string, version?: Uint8Array): Promise<void>;
   close(): Promise<void>;
   /** For the admin: health of the backend connection (last error, connected?). */
   readonly health: () => { readonly ok: boolean; readonly detail?: string };

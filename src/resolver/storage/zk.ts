@@ -169,13 +169,23 @@ export class ZkDtabStore extends CachedDtabStore implements DtabStore {
     throw new StorageUnavailableError(`ZooKeeper put of ${path} kept racing with other writers; try again`);
   }
 
-  async delete(ns: string): Promise<void> {
+  async delete(ns: string, version?: Uint8Array): Promise<void> {
     checkNamespace(ns);
     const { zk, client, gen } = await this.#live();
+    const path = this.#path(ns);
+    const v = version === undefined ? -1 : readI32Version(version);
+    // -1 means "any version" to ZooKeeper: a given version that is none can only mismatch.
+    if (v === undefined || (version !== undefined && v < 0)) {
+      const exists = await this.#request<Zk.Stat | null>('exists', (cb) => client.exists(path, cb)).catch((e: unknown) => {
+        throw this.#failure(zk, 'delete', e);
+      });
+      throw exists ? new DtabVersionMismatchError(ns) : new DtabNamespaceAbsentError(ns);
+    }
     try {
-      await this.#request<void>('remove', (cb) => client.remove(this.#path(ns), -1, cb));
+      await this.#request<void>('remove', (cb) => client.remove(path, v, cb));
     } catch (e) {
       if (codeOf(e) === zk.Exception.NO_NODE) throw new DtabNamespaceAbsentError(ns);
+      if (codeOf(e) === zk.Exception.BAD_VERSION) throw new DtabVersionMismatchError(ns);
       throw this.#failure(zk, 'delete', e);
     }
     if (gen === this.#gen) this.cache.apply(ns, undefined, ++this.#order);

@@ -202,6 +202,21 @@ export function dtabStoreContract(name: string, factory: StoreFactory): void {
       await dtabShown(store, ns, '/a=>/again');
     });
 
+    it('deletes with a version only while the namespace is still at it', async () => {
+      const store = await open();
+      const ns = uniqueNs('cas-delete');
+      await store.create(ns, d('/a=>/b'));
+      const v1 = await dtabShown(store, ns, '/a=>/b');
+      await store.update(ns, d('/a=>/c'), v1.version);
+      const v2 = await dtabShown(store, ns, '/a=>/c');
+      await assert.rejects(store.delete(ns, v1.version), DtabVersionMismatchError);
+      await assert.rejects(store.delete(ns, new Uint8Array([1, 2, 3])), DtabVersionMismatchError);
+      assert.equal((await current(store, ns)).dtab.show, '/a=>/c');
+      await store.delete(ns, v2.version);
+      await absent(store, ns);
+      await assert.rejects(store.delete(ns, v2.version), DtabNamespaceAbsentError);
+    });
+
     it('lists namespaces as they come and go', async () => {
       const store = await open();
       const a = uniqueNs('list');

@@ -235,6 +235,11 @@ export class FakeK8s {
       }
       case 'DELETE': {
         if (!cur) return this.#status(res, 404, 'NotFound', `${this.#plural}.${this.#group} "${name}" not found`, name);
+        // DeleteOptions.preconditions.resourceVersion: a delete of exactly that version, else 409.
+        const want = body === '' ? undefined : (JSON.parse(body) as { preconditions?: { resourceVersion?: string } }).preconditions?.resourceVersion;
+        if (want !== undefined && want !== cur.metadata.resourceVersion) {
+          return this.#status(res, 409, 'Conflict', `Operation cannot be fulfilled on ${this.#plural}.${this.#group} "${name}": Precondition failed: ResourceVersion in precondition: ${want}, ResourceVersion in object meta: ${cur.metadata.resourceVersion}`, name);
+        }
         this.#objects.delete(key);
         const gone: Obj = { ...cur, metadata: { ...cur.metadata, resourceVersion: String(++this.#rv) } };
         this.#emit({ rv: this.#rv, type: 'DELETED', ns, object: gone });
