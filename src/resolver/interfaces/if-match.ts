@@ -29,16 +29,19 @@ export function versionOfTag(tag: string): Uint8Array | undefined {
 }
 
 /**
- * Parses an `If-Match` value: `*`, or a comma-separated list of entity-tags, each `"<tag>"`,
- * `W/"<tag>"` or — as namerd's clients send the unquoted ETag back — a bare `<tag>`. Anything
- * else (an unterminated quote, a `*` inside a list, characters an entity-tag cannot hold, an
- * empty list) is an InvalidIfMatchError (400).
+ * Parses an `If-Match` value: `*`, a comma-separated list of entity-tags, each `"<tag>"` or
+ * `W/"<tag>"`, or — as namerd's clients send the unquoted ETag back — one bare `<tag>` as the
+ * whole value. A bare tag is not RFC syntax, so it is not read as part of a list: `<etag>, other`
+ * is refused rather than taken to name `<etag>`. Anything else (an unterminated quote, a `*`
+ * inside a list, characters an entity-tag cannot hold, an empty list) is an InvalidIfMatchError
+ * (400).
  */
 export function parseIfMatch(value: string): IfMatch {
   const s = value.trim();
   if (s === '*') return { kind: 'any' };
   const versions: Uint8Array[] = [];
   let tags = 0;
+  let bare = false;
   let i = 0;
   while (i < s.length) {
     const c = s[i] as string;
@@ -63,6 +66,7 @@ export function parseIfMatch(value: string): IfMatch {
       tag = s.slice(i, end);
       if (tag === '*') throw invalid(value, '"*" must be the only value');
       if (tag.includes('"')) throw invalid(value, `${JSON.stringify(tag)} is not an entity-tag`);
+      bare = true;
       i = end;
     }
     if (!ETAG_CHARS.test(tag)) throw invalid(value, `${JSON.stringify(tag)} holds characters an entity-tag cannot`);
@@ -74,6 +78,7 @@ export function parseIfMatch(value: string): IfMatch {
     if (version !== undefined) versions.push(version);
   }
   if (tags === 0) throw invalid(value, 'no entity-tag');
+  if (bare && tags > 1) throw invalid(value, 'an unquoted version must be the whole value; quote each entity-tag of a list');
   return { kind: 'versions', versions };
 }
 
