@@ -53,12 +53,18 @@ export class MaxDepthExceededError extends PrxError {
   }
 }
 
-/** A `/$/<kind>/…` path named a system namer that does not exist (Finagle: ClassNotFoundException). */
+/**
+ * A `/$/<kind>/…` path named a system namer that does not exist. Finagle fails with a
+ * ClassNotFoundException, which Linkerd's interpreter words as `Unknown namer: <kind> for path:
+ * <path>`; the text is Linkerd's.
+ */
 export class UnknownSystemNamerError extends PrxError {
   readonly namerKind: string;
-  constructor(kind: string) {
-    super('PRX_ERR_UNKNOWN_NAMER', `Unknown system namer: ${kind}`);
+  readonly path: string;
+  constructor(kind: string, path: string) {
+    super('PRX_ERR_UNKNOWN_NAMER', `Unknown namer: ${kind} for path: ${path}`);
     this.namerKind = kind;
+    this.path = path;
   }
 }
 

@@ -1,6 +1,6 @@
 import { errorMessage } from '../../core/errors.js';
 import {
-  type DelegationSource, Dtab, type Path, delegate, delegateTreeJson, firstAddr, readDtab, readPath,
+  type DelegationSource, Dtab, NamingBudgetError, type Path, delegate, delegateTreeJson, firstAddr, readDtab, readPath,
 } from '../../naming/index.js';
 import { type AdminEndpoint, type AdminRequest, type AdminResponse, jsonResponse, textResponse } from '../handler.js';
 
@@ -84,7 +84,7 @@ async function handleDelegation(
   let dtab: Dtab;
   let path: Path;
   try {
-    dtab = readDtab(parsed.dtab);
+    dtab = readDtab(parsed.dtab, { located: true });
   } catch (e) {
     return textResponse(`Invalid dtab: ${errorMessage(e)}`, 400);
   }
@@ -101,6 +101,8 @@ async function handleDelegation(
     return jsonResponse(json);
   } catch (e) {
     if (signal.aborted) return textResponse('Request timed out.', 503);
+    // A dtab that expands past the naming budget is a bad request, not a failure of the proxy.
+    if (e instanceof NamingBudgetError) return textResponse(`Invalid dtab: ${e.message}`, 400);
     return textResponse(errorMessage(e), 500);
   }
 }
