@@ -89,7 +89,8 @@ export const pathText = z.string().transform((text, ctx) => {
 /** A delegation table in text form, normalized to its canonical form (`/a=>/b;/c=>/d`). */
 export const dtabText = z.string().transform((text, ctx) => {
   try {
-    return readDtab(text).show;
+    // A config dtab is often a YAML block of many lines: errors name the line and column.
+    return readDtab(text, { located: true }).show;
   } catch (e) {
     addIssue(ctx, [], `invalid dtab: ${errorMessage(e)}`);
     return z.NEVER;

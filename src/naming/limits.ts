@@ -11,7 +11,7 @@ export const MAX_NAMING_NODES = 2_000;
  * Finagle's 100-lookup chain limit (that error, with its own message, comes first for chains),
  * low enough that every walk over the resulting trees stays far from the stack's limit.
  */
-export const MAX_NAMING_DEPTH = 400;
+export const MAX_NAMING_DEPTH = 200;
 
 /** Parentheses nesting the dtab parser accepts. */
 export const MAX_NAME_TREE_NESTING = 100;
