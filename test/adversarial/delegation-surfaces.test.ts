@@ -78,6 +78,8 @@ describe('resolver controller: request bombs are 400, stored bombs and deep name
         default: '/svc => /#/test',
         bomb: dtabBomb('nested', LEVELS).dtab,
         deep: deepDtab(8000).dtab,
+        // 8,000 alternatives that all bind to Neg: walked one after another.
+        deepneg: Array.from({ length: 8000 }, (_, i) => `/svc/a=>/#/test/none${i}`).join(';'),
       },
       { answerTimeoutMs: 3000 },
     );
@@ -111,6 +113,12 @@ describe('resolver controller: request bombs are 400, stored bombs and deep name
   });
 
   test('a stored namespace of 8,000 dentries binds (the last dentry wins) and delegates to a clear error', async () => {
+    // When every alternative is Neg the walk goes on until the budget stops it: never a stack overflow.
+    for (const view of ['bind', 'resolve'] as const) {
+      const r = await plainGet(`${fx.url}/api/1/${view}/deepneg?path=/svc/a`);
+      assert.equal(r.status, 500, `${view}: ${r.text}`);
+      assert.match(r.text, /^Delegation budget exceeded/);
+    }
     const bound = await plainGet(`${fx.url}/api/1/bind/deep?path=/svc/a`);
     assert.equal(bound.status, 200);
     assert.equal((JSON.parse(bound.text) as { bound: { id: string } }).bound.id, '/$/inet/127.0.0.1/8000');
@@ -119,6 +127,7 @@ describe('resolver controller: request bombs are 400, stored bombs and deep name
     assert.match(delegated.text, /^Delegation budget exceeded/);
     const dtab = await plainGet(`${fx.url}/api/1/dtabs/deep`, { accept: 'application/dtab' });
     assert.equal(dtab.status, 200);
+    await legit();
   });
 
   test('a watch of a stored bomb ends with the error line', async () => {
