@@ -83,7 +83,9 @@ const EMPTY_ACTIVITY: Activity<NameTree<BoundName>> = Activity.value(Empty);
 /**
  * One binding's shared budget: the nodes it currently keeps evaluated. A node is charged when it
  * starts being observed and refunded when it stops, so every re-evaluation (a lookup changing)
- * is held to the same bound as the first evaluation.
+ * is held to the same bound as the first evaluation. While a lookup switches trees the new
+ * subtree is built before the old one is let go of, so both count for that moment: stricter, never
+ * looser.
  */
 class Budget {
   readonly lookup: Lookup;
@@ -116,7 +118,15 @@ class Budget {
           return noopClosable;
         }
         this.#live += units;
-        const sub = make().states.observe(set);
+        let sub: Closable;
+        try {
+          sub = make().states.observe(set);
+        } catch (e) {
+          // A namer that throws instead of failing its activity fails this branch, as before.
+          this.#live -= units;
+          set(failed(e));
+          return noopClosable;
+        }
         return {
           close: () => {
             sub.close();

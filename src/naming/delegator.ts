@@ -97,12 +97,14 @@ class DelegationWalk {
         this.#charge(this.#lookupCost, level);
         return this.bind(depth + 1, level + 1, await this.#lookup(node.dentry, node.value));
       }
+      // One wrapper per lookup or transformer: not a level of its own, so a chain of Finagle's 100
+      // lookups still ends with the chain's depth error, not the budget's.
       case 'delegate':
         this.#charge(1, level);
-        return { ...node, tree: await this.bind(depth, level + 1, node.tree) };
+        return { ...node, tree: await this.bind(depth, level, node.tree) };
       case 'transformation':
         this.#charge(1, level);
-        return { ...node, value: node.value as BoundName, tree: await this.bind(depth, level + 1, node.tree) };
+        return { ...node, value: node.value as BoundName, tree: await this.bind(depth, level, node.tree) };
       case 'alt': {
         if (node.trees.length === 0) return { type: 'neg', path: node.path, dentry: node.dentry };
         this.#charge(node.trees.length, level);
