@@ -179,7 +179,8 @@ function bindNode(
         return bindNode(b, depth, level, only.weight, only.tree);
       }
       const trees = tree.trees;
-      return b.charged(1, () => bindUnion(b, depth, level + 1, trees));
+      // Every branch of a union is bound at once: its width is charged up front.
+      return b.charged(trees.length, () => bindUnion(b, depth, level + 1, trees));
     }
     case 'alt': {
       if (tree.trees.length === 0) return NEG_ACTIVITY;

@@ -169,3 +169,19 @@ describe('wording: Finagle’s and Linkerd’s messages', () => {
 test('every shape is covered', () => {
   assert.deepEqual([...BOMB_SHAPES].sort(), ['alternatives', 'dentries', 'nested', 'unions', 'weights']);
 });
+
+describe('wide trees: long alternations and unions parse, show and evaluate without recursion per branch', () => {
+  for (const op of ['|', '&'] as const) {
+    test(`one dentry of 50,000 branches joined by ${op}`, async () => {
+      const dst = Array.from({ length: 50_000 }, (_, i) => `/x${i}`).join(` ${op} `);
+      const dtab = readDtab(`/svc/a => ${dst}`);
+      assert.equal(showPathTree(simplifyTree(readNameTree(dst))).length, dst.length);
+      const t0 = performance.now();
+      const s = interp.bind(dtab, readPath('/svc/a')).states.sample();
+      assert.equal(s.kind, 'failed');
+      assert.ok(s.kind === 'failed' && s.error instanceof NamingNodeBudgetError, s.kind === 'failed' ? s.error.message : '');
+      await assert.rejects(delegate(interp, dtab, readPath('/svc/a')), (e) => e instanceof NamingNodeBudgetError);
+      assert.ok(performance.now() - t0 < SANE_MS);
+    });
+  }
+});
