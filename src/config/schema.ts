@@ -117,7 +117,8 @@ export const dtabText = z.string().transform((text, ctx) => {
     return z.NEVER;
   }
   try {
-    return readDtab(text).show;
+    // A config dtab is often a YAML block of many lines: errors name the line and column.
+    return readDtab(text, { located: true }).show;
   } catch (e) {
     addIssue(ctx, [], `invalid dtab: ${errorMessage(e)}`);
     return z.NEVER;

@@ -137,7 +137,7 @@ export class WatchedDtabFile {
     this.#lastText = text;
     let dtab: Dtab;
     try {
-      dtab = readDtab(text);
+      dtab = readDtab(text, { located: true });
     } catch (e) {
       const error = new DtabFileError(this.path, errorMessage(e));
       this.#recordError(error.message);

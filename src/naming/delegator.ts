@@ -2,7 +2,8 @@ import type { Activity } from './activity.js';
 import { type Address, type Addr } from './addr.js';
 import { type DelegateTree, fromNameTree, isNopDentry, simplifyDelegateTree } from './delegate-tree.js';
 import { Dentry, type Dtab, showPathTree } from './dtab.js';
-import { DelegationDepthError } from './errors.js';
+import { DelegationDepthError, NamingBudgetError, NamingDepthBudgetError, NamingNodeBudgetError } from './errors.js';
+import { DEFAULT_NAMING_LIMITS, type NamingLimits, lookupCost } from './limits.js';
 import { BoundName, type Name } from './name.js';
 import { type NameTree, leaf, mapTree } from './name-tree.js';
 import { Path } from './path.js';
@@ -26,10 +27,11 @@ export async function delegate(
   dtab: Dtab,
   path: Path,
   signal?: AbortSignal,
+  limits: NamingLimits = DEFAULT_NAMING_LIMITS,
 ): Promise<DelegateTree<BoundName>> {
-  const walk = new DelegationWalk(source, dtab, signal);
+  const walk = new DelegationWalk(source, dtab, signal, limits);
   const root = fromNameTree(Path.empty, Dentry.nop, leaf(path));
-  const bound = await walk.bind(0, root);
+  const bound = await walk.bind(0, 0, root);
   return simplifyDelegateTree(bound);
 }
 
@@ -37,11 +39,27 @@ class DelegationWalk {
   readonly #source: DelegationSource;
   readonly #dtab: Dtab;
   readonly #signal: AbortSignal | undefined;
+  readonly #limits: NamingLimits;
+  readonly #lookupCost: number;
+  /** Nodes expanded so far: unlike binding, delegation follows every alternative. */
+  #nodes = 0;
+  #exhausted: NamingBudgetError | undefined;
 
-  constructor(source: DelegationSource, dtab: Dtab, signal: AbortSignal | undefined) {
+  constructor(source: DelegationSource, dtab: Dtab, signal: AbortSignal | undefined, limits: NamingLimits) {
     this.#source = source;
     this.#dtab = dtab;
     this.#signal = signal;
+    this.#limits = limits;
+    this.#lookupCost = lookupCost(dtab.size);
+  }
+
+  /** Charges `units` of the walk's budget; throws (for the whole walk) once it is spent. */
+  #charge(units: number, level: number): void {
+    if (this.#exhausted === undefined) {
+      if (level > this.#limits.maxDepth) this.#exhausted = new NamingDepthBudgetError(this.#limits.maxDepth);
+      else if ((this.#nodes += units) > this.#limits.maxNodes) this.#exhausted = new NamingNodeBudgetError(this.#limits.maxNodes);
+    }
+    if (this.#exhausted !== undefined) throw this.#exhausted;
   }
 
   async #lookup(dentry: Dentry, path: Path): Promise<DelegateTree<Name>> {
@@ -65,7 +83,8 @@ class DelegationWalk {
     }
   }
 
-  async bind(depth: number, node: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
+  /** `depth` counts lookups along the chain (Linkerd's limit); `level` all nesting (the budget's). */
+  async bind(depth: number, level: number, node: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
     if (depth > MAX_DELEGATION_DEPTH) throw new DelegationDepthError();
     switch (node.type) {
       case 'exception':
@@ -75,40 +94,47 @@ class DelegationWalk {
         return node;
       case 'leaf': {
         if (node.value instanceof BoundName) return { ...node, value: node.value };
-        return this.bind(depth + 1, await this.#lookup(node.dentry, node.value));
+        this.#charge(this.#lookupCost, level);
+        return this.bind(depth + 1, level + 1, await this.#lookup(node.dentry, node.value));
       }
+      // One wrapper per lookup or transformer: not a level of its own, so a chain of Finagle's 100
+      // lookups still ends with the chain's depth error, not the budget's.
       case 'delegate':
-        return { ...node, tree: await this.bind(depth, node.tree) };
+        this.#charge(1, level);
+        return { ...node, tree: await this.bind(depth, level, node.tree) };
       case 'transformation':
-        return { ...node, value: node.value as BoundName, tree: await this.bind(depth, node.tree) };
+        this.#charge(1, level);
+        return { ...node, value: node.value as BoundName, tree: await this.bind(depth, level, node.tree) };
       case 'alt': {
         if (node.trees.length === 0) return { type: 'neg', path: node.path, dentry: node.dentry };
+        this.#charge(node.trees.length, level);
         if (node.trees.length === 1) {
-          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, node.trees[0] as DelegateTree<Name>) };
+          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, level + 1, node.trees[0] as DelegateTree<Name>) };
         }
-        const trees = await Promise.all(node.trees.map((t) => this.#bindBranch(depth, node, t)));
+        const trees = await Promise.all(node.trees.map((t) => this.#bindBranch(depth, level + 1, node, t)));
         return { ...node, trees };
       }
       case 'union': {
         if (node.trees.length === 0) return { type: 'neg', path: node.path, dentry: node.dentry };
+        this.#charge(node.trees.length, level);
         if (node.trees.length === 1) {
           const only = (node.trees[0] as { tree: DelegateTree<Name> }).tree;
-          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, only) };
+          return { type: 'delegate', path: node.path, dentry: node.dentry, tree: await this.bind(depth, level + 1, only) };
         }
         const trees = await Promise.all(
-          node.trees.map(async (w) => ({ weight: w.weight, tree: await this.#bindBranch(depth, node, w.tree) })),
+          node.trees.map(async (w) => ({ weight: w.weight, tree: await this.#bindBranch(depth, level + 1, node, w.tree) })),
         );
         return { ...node, trees };
       }
     }
   }
 
-  /** A branch's failure becomes an exception node at its parent's path and dentry. */
-  async #bindBranch(depth: number, parent: DelegateTree<Name>, child: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
+  /** A branch's failure becomes an exception node at its parent's path and dentry (not a spent budget: that ends the walk). */
+  async #bindBranch(depth: number, level: number, parent: DelegateTree<Name>, child: DelegateTree<Name>): Promise<DelegateTree<BoundName>> {
     try {
-      return await this.bind(depth, child);
+      return await this.bind(depth, level, child);
     } catch (e) {
-      if (this.#signal?.aborted) throw e;
+      if (this.#signal?.aborted || e instanceof NamingBudgetError) throw e;
       return { type: 'exception', path: parent.path, dentry: parent.dentry, error: e instanceof Error ? e : new Error(String(e)) };
     }
   }

@@ -5,8 +5,42 @@ import { PrxError } from '../core/errors.js';
  * (`'/' expected but 'i' found at '[i]nvalid-param'`): operators and Linkerd-era tooling match on it.
  */
 export class NamingParseError extends PrxError {
+  constructor(message: string, code = 'PRX_ERR_DTAB_PARSE') {
+    super(code, message);
+  }
+}
+
+/**
+ * A dtab (or name tree) over one of the size limits in `limits.ts`. A parse error, so every place
+ * that refuses a bad dtab (a 400 on a header, a config error) refuses an oversized one the same way.
+ */
+export class DtabTooLargeError extends NamingParseError {
   constructor(message: string) {
-    super('PRX_ERR_DTAB_PARSE', message);
+    super(message, 'PRX_ERR_DTAB_TOO_LARGE');
+  }
+}
+
+/**
+ * One evaluation (bind, delegation) ran out of its work budget (`limits.ts`): the dtab expands
+ * into too many name-tree nodes or nests too deeply, e.g. a dtab built to explode exponentially.
+ */
+export class NamingBudgetError extends PrxError {}
+
+/** The evaluation expanded more name-tree nodes than its budget allows. */
+export class NamingNodeBudgetError extends NamingBudgetError {
+  readonly maxNodes: number;
+  constructor(maxNodes: number) {
+    super('PRX_ERR_NAMING_NODE_BUDGET', `Delegation budget exceeded: the dtab expands to more than ${maxNodes} name tree nodes`);
+    this.maxNodes = maxNodes;
+  }
+}
+
+/** The evaluation nested alternatives, unions and lookups deeper than its budget allows. */
+export class NamingDepthBudgetError extends NamingBudgetError {
+  readonly maxDepth: number;
+  constructor(maxDepth: number) {
+    super('PRX_ERR_NAMING_DEPTH_BUDGET', `Delegation budget exceeded: the name tree nests deeper than ${maxDepth} levels`);
+    this.maxDepth = maxDepth;
   }
 }
 
@@ -19,12 +53,18 @@ export class MaxDepthExceededError extends PrxError {
   }
 }
 
-/** A `/$/<kind>/…` path named a system namer that does not exist (Finagle: ClassNotFoundException). */
+/**
+ * A `/$/<kind>/…` path named a system namer that does not exist. Finagle fails with a
+ * ClassNotFoundException, which Linkerd's interpreter words as `Unknown namer: <kind> for path:
+ * <path>`; the text is Linkerd's.
+ */
 export class UnknownSystemNamerError extends PrxError {
   readonly namerKind: string;
-  constructor(kind: string) {
-    super('PRX_ERR_UNKNOWN_NAMER', `Unknown system namer: ${kind}`);
+  readonly path: string;
+  constructor(kind: string, path: string) {
+    super('PRX_ERR_UNKNOWN_NAMER', `Unknown namer: ${kind} for path: ${path}`);
     this.namerKind = kind;
+    this.path = path;
   }
 }
 

@@ -14,3 +14,4 @@ export * from './interpreter.js';
 export * from './delegate-tree.js';
 export * from './delegator.js';
 export * from './path-matcher.js';
+export * from './limits.js';

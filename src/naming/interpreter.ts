@@ -1,5 +1,6 @@
 import { Activity } from './activity.js';
 import { DEFAULT_MAX_DEPTH, type Lookup, bindPath } from './bind.js';
+import { DEFAULT_NAMING_LIMITS, type NamingLimits, lookupCost } from './limits.js';
 import type { Dtab } from './dtab.js';
 import type { BoundName, Name } from './name.js';
 import type { NameTree } from './name-tree.js';
@@ -21,6 +22,8 @@ export interface InterpreterOptions {
   /** The `/$/…` namer; defaults to a system namer that binds IP literals only. */
   system?: Namer;
   maxDepth?: number;
+  /** The work budget of each bind and delegation (see `limits.ts`). */
+  limits?: NamingLimits;
 }
 
 /**
@@ -33,11 +36,13 @@ export class ConfiguredNamersInterpreter implements NameInterpreter {
   readonly namers: readonly MountedNamer[];
   readonly system: Namer;
   readonly maxDepth: number;
+  readonly limits: NamingLimits;
 
   constructor(namers: readonly MountedNamer[] = [], opts: InterpreterOptions = {}) {
     this.namers = namers;
     this.system = opts.system ?? new SystemNamer();
     this.maxDepth = opts.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.limits = opts.limits ?? DEFAULT_NAMING_LIMITS;
   }
 
   /** The lookup function binding uses for `dtab`. */
@@ -61,7 +66,7 @@ export class ConfiguredNamersInterpreter implements NameInterpreter {
   }
 
   bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
-    return bindPath(this.lookupIn(dtab), path, this.maxDepth);
+    return bindPath(this.lookupIn(dtab), path, this.maxDepth, { limits: this.limits, lookupCost: lookupCost(dtab.size) });
   }
 
   /** Binds against a changing dtab (e.g. one read from a watched file or the resolver). */

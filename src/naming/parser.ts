@@ -1,6 +1,7 @@
 import { isHexCode, isJavaDigit, isJavaWhitespace, isShowableCode } from './chars.js';
 import { AnyElem, Dentry, Dtab, Prefix, type PrefixElem } from './dtab.js';
-import { NamingParseError } from './errors.js';
+import { DtabTooLargeError, NamingParseError } from './errors.js';
+import { MAX_DTAB_CHARS, MAX_DTAB_DENTRIES, MAX_NAME_TREE_NESTING } from './limits.js';
 import { type NameTree, Empty, Fail, Neg, type Weighted, DEFAULT_WEIGHT, leaf, weighted } from './name-tree.js';
 import { Path } from './path.js';
 
@@ -14,9 +15,12 @@ const EOI = '\uffff';
 class Reader {
   readonly #str: string;
   #idx = 0;
+  #nesting = 0;
+  readonly #located: boolean;
 
-  constructor(str: string) {
+  constructor(str: string, located = false) {
     this.#str = str;
+    this.#located = located;
   }
 
   get #atEnd(): boolean {
@@ -56,12 +60,28 @@ class Reader {
     if (!this.#atEnd) this.#illegal('end of input', this.#peek());
   }
 
+  /**
+   * Finagle's message quotes the whole input with the offending character in brackets. A located
+   * reader (a config file's dtab, a resolver body) given several lines names the line and column
+   * instead and quotes only that line, so the message stays readable for thousands of lines.
+   */
   #illegal(expected: string, found: string): never {
     const s = this.#str;
     const i = this.#idx;
-    const display = this.#atEnd ? `${s.slice(0, i)}[]` : `${s.slice(0, i)}[${s[i]}]${s.slice(i + 1)}`;
-    const foundText = found === EOI ? 'end of input' : `'${found}'`;
-    throw new NamingParseError(`${expected} expected but ${foundText} found at '${display}'`);
+    if (!this.#located || !s.includes('\n')) {
+      const foundText = found === EOI ? 'end of input' : `'${found}'`;
+      const display = this.#atEnd ? `${s.slice(0, i)}[]` : `${s.slice(0, i)}[${s[i]}]${s.slice(i + 1)}`;
+      throw new NamingParseError(`${expected} expected but ${foundText} found at '${display}'`);
+    }
+    const foundText = found === EOI ? 'end of input' : found === '\n' ? 'end of line' : `'${found}'`;
+    const lineStart = i === 0 ? 0 : s.lastIndexOf('\n', i - 1) + 1;
+    const nl = s.indexOf('\n', i);
+    const lineEnd = nl < 0 ? s.length : nl;
+    let line = 1;
+    for (let k = s.indexOf('\n'); k >= 0 && k < lineStart; k = s.indexOf('\n', k + 1)) line++;
+    const at = i >= lineEnd ? '[]' : `[${s[i]}]${s.slice(i + 1, lineEnd)}`;
+    const display = `${s.slice(lineStart, i)}${at}`.replace(/\r$/, '');
+    throw new NamingParseError(`${expected} expected but ${foundText} found at line ${line}, column ${i - lineStart + 1}: '${display}'`);
   }
 
   #isLabelChar(c: string): boolean {
@@ -179,10 +199,15 @@ class Reader {
     const c = this.#peek();
     switch (c) {
       case '(': {
+        // The grammar recurses per parenthesis: bounded, so no input can exhaust the stack.
+        if (++this.#nesting > MAX_NAME_TREE_NESTING) {
+          throw new DtabTooLargeError(`name tree nested deeper than ${MAX_NAME_TREE_NESTING} parentheses`);
+        }
         this.#next();
         const tree = this.parseTree();
         this.eatWhitespace();
         this.#eat(')');
+        this.#nesting--;
         return tree;
       }
       case '/':
@@ -215,6 +240,7 @@ class Reader {
     do {
       this.eatWhitespace();
       if (!this.#atEnd) {
+        if (dentries.length >= MAX_DTAB_DENTRIES) throw new DtabTooLargeError(`dtab too large: more than ${MAX_DTAB_DENTRIES} dentries`);
         dentries.push(this.parseDentry());
         this.eatWhitespace();
       }
@@ -223,8 +249,8 @@ class Reader {
   }
 }
 
-function readAll<T>(text: string, parse: (r: Reader) => T): T {
-  const r = new Reader(text);
+function readAll<T>(text: string, parse: (r: Reader) => T, located = false): T {
+  const r = new Reader(text, located);
   const value = parse(r);
   r.eatWhitespace();
   r.eatEnd();
@@ -251,7 +277,19 @@ export function readDentry(text: string): Dentry {
   return readAll(text, (r) => r.parseDentry());
 }
 
-/** Parses a dtab such as `/svc=>/#/io.prx.fs;/svc/x=>/$/inet/127.1/80`. */
-export function readDtab(text: string): Dtab {
-  return readAll(text, (r) => r.parseDtab());
+export interface ReadDtabOptions {
+  /**
+   * Syntax errors in a multi-line dtab name the line and column and quote only that line
+   * (for dtabs from files and request bodies); otherwise the message is Finagle's.
+   */
+  located?: boolean;
+}
+
+/**
+ * Parses a dtab such as `/svc=>/#/io.prx.fs;/svc/x=>/$/inet/127.1/80`. Refuses a dtab over the
+ * size limits (`limits.ts`) with a {@link DtabTooLargeError}.
+ */
+export function readDtab(text: string, opts: ReadDtabOptions = {}): Dtab {
+  if (text.length > MAX_DTAB_CHARS) throw new DtabTooLargeError(`dtab too large: ${text.length} characters, more than ${MAX_DTAB_CHARS}`);
+  return readAll(text, (r) => r.parseDtab(), opts.located === true);
 }

@@ -65,7 +65,7 @@ export class SystemNamer implements Namer {
     if (kind === 'nil') return Activity.value(Empty);
     const namer = this.#kinds.get(path.elemUtf8(1));
     if (namer) return namer.lookup(path.drop(2));
-    return Activity.exception(new UnknownSystemNamerError(path.elemUtf8(1)));
+    return Activity.exception(new UnknownSystemNamerError(path.elemUtf8(1), path.show));
   }
 
   /** host+port is tried before port alone, so `/$/inet/1234/5678` is host 1234, port 5678. */
@@ -84,7 +84,8 @@ export class SystemNamer implements Namer {
 
   #bound(id: Path, residual: Path, host: string, port: number, fixed: boolean): BoundName {
     let addr: Var<Addr>;
-    if (port < 0 || port > 65535) addr = Var.value(addrFailed(new Error(`port out of range: ${port}`)));
+    // Java's InetSocketAddress wording (no space after the colon), as Finagle reports it.
+    if (port < 0 || port > 65535) addr = Var.value(addrFailed(new Error(`port out of range:${port}`)));
     else if (isIP(host) !== 0) addr = Var.value(addrBound([address(host, port)]));
     else addr = this.#resolveHost(host, port, fixed);
     return new BoundName(id, addr, residual);

@@ -307,9 +307,12 @@ describe('validateProxyConfig: client and service policies', () => {
 });
 
 describe('validateProxyConfig: scalars in context', () => {
-  it("reports an invalid dtab with the parser's message", () => {
+  it("reports an invalid dtab with the parser's message, by line and column when it spans lines", () => {
     assert.deepEqual(problems({ routers: [router({ dtab: '/svc => /#/io.prx.fs;\nnope' })] }).lines, [
-      "routers[0].dtab: invalid dtab: '/' expected but 'n' found at '/svc => /#/io.prx.fs;\n[n]ope'",
+      "routers[0].dtab: invalid dtab: '/' expected but 'n' found at line 2, column 1: '[n]ope'",
+    ]);
+    assert.deepEqual(problems({ routers: [router({ dtab: '/svc => /#/io.prx.fs;nope' })] }).lines, [
+      "routers[0].dtab: invalid dtab: '/' expected but 'n' found at '/svc => /#/io.prx.fs;[n]ope'",
     ]);
   });
 

@@ -1,6 +1,6 @@
 import { errorMessage } from '../../core/errors.js';
 import {
-  type DelegationSource, Dtab, type Path, delegate, delegateTreeJson, firstAddr, readDtab, readPath,
+  type DelegationSource, Dtab, NamingBudgetError, type Path, delegate, delegateTreeJson, firstAddr, readDtab, readPath,
 } from '../../naming/index.js';
 import { type AdminEndpoint, type AdminRequest, type AdminResponse, jsonResponse, textResponse } from '../handler.js';
 
@@ -92,7 +92,7 @@ async function handleDelegation(
   let dtab: Dtab;
   let path: Path;
   try {
-    dtab = parsed.dtab !== undefined ? readDtab(parsed.dtab) : (ns.defaultDtab?.() ?? Dtab.empty);
+    dtab = parsed.dtab !== undefined ? readDtab(parsed.dtab, { located: true }) : (ns.defaultDtab?.() ?? Dtab.empty);
   } catch (e) {
     return textResponse(`Invalid dtab: ${errorMessage(e)}`, 400);
   }
@@ -109,6 +109,8 @@ async function handleDelegation(
     return jsonResponse(json);
   } catch (e) {
     if (signal.aborted) return textResponse('Request timed out.', 503);
+    // A dtab that expands past the naming budget is a bad request, not a failure of the proxy.
+    if (e instanceof NamingBudgetError) return textResponse(`Invalid dtab: ${e.message}`, 400);
     return textResponse(errorMessage(e), 500);
   }
 }

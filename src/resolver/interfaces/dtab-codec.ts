@@ -1,5 +1,5 @@
 import { errorMessage } from '../../core/errors.js';
-import { Dentry, Dtab, readDtab, readNameTree, readPrefix, showPathTree } from '../../naming/index.js';
+import { Dentry, Dtab, MAX_DTAB_DENTRIES, readDtab, readNameTree, readPrefix, showPathTree } from '../../naming/index.js';
 import { InvalidDtabBodyError } from '../errors.js';
 
 /**
@@ -31,6 +31,7 @@ export const jsonDtabCodec: DtabCodec = {
     if (!Array.isArray(parsed)) throw new InvalidDtabBodyError('Invalid JSON dtab: expected an array of dentries');
     // Linkerd's exact message for `[null]` and friends: the body is quoted back.
     if (parsed.some((entry) => entry === null)) throw new InvalidDtabBodyError(`The dtab contains invalid dentries: ${body}`);
+    if (parsed.length > MAX_DTAB_DENTRIES) throw new InvalidDtabBodyError(`dtab too large: more than ${MAX_DTAB_DENTRIES} dentries`);
     return new Dtab(parsed.map((entry: unknown, i) => readJsonDentry(entry, i)));
   },
 };
@@ -54,7 +55,7 @@ export const textDtabCodec: DtabCodec = {
   write: (dtab) => dtab.show,
   read: (body) => {
     try {
-      return readDtab(body);
+      return readDtab(body, { located: true });
     } catch (e) {
       throw new InvalidDtabBodyError(errorMessage(e), { cause: e });
     }

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { interfaceShape, type SocketOptionsConfig } from '../../config/resolver-config.js';
 import type { ServerTlsConfig } from '../../config/tls.js';
 import { PrxError, errorMessage } from '../../core/errors.js';
-import { type Activity, Dtab, type Path, type Var, readDtab, readPath } from '../../naming/index.js';
+import {
+  type Activity, Dtab, NamingDepthBudgetError, NamingNodeBudgetError, type Path, type Var, readDtab, readPath,
+} from '../../naming/index.js';
 import type { Counter } from '../../service/stats/index.js';
 import { InvalidIfMatchError, RequestTimedOutError } from '../errors.js';
 import { DtabNamespaceAbsentError } from '../storage/errors.js';
@@ -188,8 +190,8 @@ export class HttpController implements ResolverInterface {
     const ns = slash < 0 ? undefined : decodeNamespace(rest.slice(slash + 1));
     if (ns === null) return notFound;
     const watch = isWatch(url.searchParams) && method === 'GET';
-    const view = (key: string, source: () => Var<Rendered>): Promise<Reply | undefined> | Reply =>
-      method === 'GET' || method === 'HEAD' ? this.#view(key, source, watch, res, signal) : methodNotAllowed(method, ['GET', 'HEAD']);
+    const view = (key: string, source: () => Var<Rendered>, extra?: Dtab): Promise<Reply | undefined> | Reply =>
+      method === 'GET' || method === 'HEAD' ? this.#view(key, source, watch, res, signal, extra) : methodNotAllowed(method, ['GET', 'HEAD']);
     switch (resource) {
       case 'dtabs':
         return this.#dtabs(method, ns, req, res, url, signal);
@@ -201,8 +203,8 @@ export class HttpController implements ResolverInterface {
         if (resource === 'addr') return view(viewKey('addr', ns, name.show), () => renderAddr(this.#ctx.naming.addr(name)));
         const extra = readDtabParam(url.searchParams);
         const key = viewKey(resource, ns, name.show, extra.show);
-        if (resource === 'bind') return view(key, () => renderBoundTree(this.#ctx.naming.bind(ns, extra, name)));
-        return view(key, () => renderAddr(this.#ctx.naming.resolve(ns, extra, name)));
+        if (resource === 'bind') return view(key, () => renderBoundTree(this.#ctx.naming.bind(ns, extra, name)), extra);
+        return view(key, () => renderAddr(this.#ctx.naming.resolve(ns, extra, name)), extra);
       }
       case 'delegate': {
         // Without a namespace in the path it behaves like the admin's delegator: `?namespace=`.
@@ -212,7 +214,7 @@ export class HttpController implements ResolverInterface {
         }
         const name = readPathParam(url.searchParams);
         const extra = readDtabParam(url.searchParams);
-        return view(viewKey('delegate', namespace, name.show, extra.show), () => renderDelegation(this.#ctx.naming, namespace, extra, name));
+        return view(viewKey('delegate', namespace, name.show, extra.show), () => renderDelegation(this.#ctx.naming, namespace, extra, name), extra);
       }
       case 'bound-names':
         if (ns !== undefined) return notFound;
@@ -222,14 +224,27 @@ export class HttpController implements ResolverInterface {
     }
   }
 
-  /** A name view: streamed with `watch`, else the first answer as a 200 (an error as a 500). */
-  async #view(key: string, source: () => Var<Rendered>, watch: boolean, res: ServerResponse, signal: AbortSignal): Promise<Reply | undefined> {
+  /**
+   * A name view: streamed with `watch`, else the first answer as a 200 (an error as a 500; a 400
+   * when the request's own `extra` dtab pushed the evaluation past the naming budget).
+   */
+  async #view(
+    key: string,
+    source: () => Var<Rendered>,
+    watch: boolean,
+    res: ServerResponse,
+    signal: AbortSignal,
+    extra?: Dtab,
+  ): Promise<Reply | undefined> {
     if (watch) {
       this.#stream(res, key, source, JSON_MEDIA_TYPE);
       return undefined;
     }
     const answer = await this.#first(source(), signal);
-    if (answer.kind === 'error') return text(500, answer.message);
+    if (answer.kind === 'error') {
+      const requestFault = extra !== undefined && !extra.isEmpty && answer.code !== undefined && NAMING_BUDGET_CODES.has(answer.code);
+      return requestFault ? text(400, `Invalid dtab: ${answer.message}`) : text(500, answer.message);
+    }
     return { status: 200, body: answer.text, contentType: JSON_MEDIA_TYPE };
   }
 
@@ -242,11 +257,14 @@ export class HttpController implements ResolverInterface {
     }
     const view = shared;
     view.users++;
-    const stream: WatchStream = new WatchStream(res, view.source, {
+    // The stream may end inside its constructor (a first value that is already an error, e.g. a
+    // binding refused by the naming budget): `onEnd` must not touch `stream` before it exists.
+    let stream: WatchStream | undefined = undefined;
+    stream = new WatchStream(res, view.source, {
       contentType,
       ...(this.#writeTimeoutMs === undefined ? {} : { writeTimeoutMs: this.#writeTimeoutMs }),
       onEnd: () => {
-        this.#streams.delete(stream);
+        if (stream !== undefined) this.#streams.delete(stream);
         if (--view.users === 0 && this.#sharedViews.get(shareKey) === view) this.#sharedViews.delete(shareKey);
       },
     });
@@ -425,11 +443,17 @@ function readPathParam(params: URLSearchParams): Path {
 }
 
 /** The `dtab` parameter (entries appended to the namespace's dtab); empty when absent. */
+/** The codes of {@link NamingBudgetError}s: a dtab that expands past the naming budget. */
+const NAMING_BUDGET_CODES: ReadonlySet<string> = new Set([
+  new NamingNodeBudgetError(0).code,
+  new NamingDepthBudgetError(0).code,
+]);
+
 function readDtabParam(params: URLSearchParams): Dtab {
   const raw = params.get('dtab');
   if (raw === null) return Dtab.empty;
   try {
-    return readDtab(raw);
+    return readDtab(raw, { located: true });
   } catch (e) {
     throw new BadRequest(`Invalid dtab: ${errorMessage(e)}`);
   }

@@ -10,7 +10,7 @@ import { RequestTimedOutError } from '../errors.js';
 export type Rendered =
   | { readonly kind: 'pending' }
   | { readonly kind: 'line'; readonly text: string }
-  | { readonly kind: 'error'; readonly message: string };
+  | { readonly kind: 'error'; readonly message: string; readonly code?: string };
 
 /** A settled {@link Rendered}: a line or an error. */
 export type RenderedValue = Exclude<Rendered, { readonly kind: 'pending' }>;
@@ -22,8 +22,10 @@ export function renderedLine(text: string): Rendered {
   return { kind: 'line', text: `${text}\n` };
 }
 
+/** An error; `code` is the error's stable code when it has one (the controller picks a status by it). */
 export function renderedError(e: unknown): Rendered {
-  return { kind: 'error', message: errorMessage(e) };
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? { kind: 'error', message: errorMessage(e), code } : { kind: 'error', message: errorMessage(e) };
 }
 
 /** Options of a {@link WatchStream}. */

@@ -86,7 +86,7 @@ export function decodeStored(ns: string, data: Uint8Array | string, version: Uin
     return { kind: 'invalid', error: new StoredDtabInvalidError(ns, 'not UTF-8'), version };
   }
   try {
-    return { kind: 'dtab', value: { dtab: readDtab(text), version } };
+    return { kind: 'dtab', value: { dtab: readDtab(text, { located: true }), version } };
   } catch (e) {
     return { kind: 'invalid', error: new StoredDtabInvalidError(ns, errorMessage(e)), version };
   }

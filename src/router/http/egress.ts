@@ -1,4 +1,4 @@
-import { Dtab } from '../../naming/index.js';
+import { Dtab, NamingBudgetError } from '../../naming/index.js';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { renderError, clearResponseContext, type RenderedError } from '../../protocol/http/headers/error-response.js';
@@ -10,6 +10,7 @@ import type { Deflate, Gzip } from 'node:zlib';
 import {
   ConflictingContentLengthError,
   DynBoundTimeoutError,
+  InvalidDtabHeaderError,
   ProxyError,
   RichConnectionFailedError,
   RichNoBrokersAvailableError,
@@ -17,7 +18,7 @@ import {
 } from '../../protocol/http/headers/proxy-errors.js';
 import { appendVia } from '../../protocol/http/headers/via.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
-import { BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
+import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
 import { ConnectionFailedError } from './client.js';
 import type { RequestContext } from './ingress.js';
 import type { Served } from './path-service.js';
@@ -32,6 +33,10 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
     return new RichNoBrokersAvailableError({ service, baseDtab: router.baseDtab, overrideDtab: ctx.localDtab ?? Dtab.empty });
   }
   if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  // A request dtab that blows the naming budget is the request's fault, like an unparsable one.
+  if (err instanceof BindingFailedError && err.cause instanceof NamingBudgetError && (ctx.localDtab?.size ?? 0) > 0) {
+    return new InvalidDtabHeaderError(err.cause.message, { cause: err.cause });
+  }
   if (err instanceof ConnectionFailedError) {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
