@@ -26,6 +26,9 @@ export class DtabTooLargeError extends NamingParseError {
  */
 export class NamingBudgetError extends PrxError {}
 
+/** The codes of every {@link NamingBudgetError}: a dtab that expands past the naming budget. */
+export const NAMING_BUDGET_CODES: ReadonlySet<string> = new Set(['PRX_ERR_NAMING_NODE_BUDGET', 'PRX_ERR_NAMING_DEPTH_BUDGET']);
+
 /** The evaluation expanded more name-tree nodes than its budget allows. */
 export class NamingNodeBudgetError extends NamingBudgetError {
   readonly maxNodes: number;

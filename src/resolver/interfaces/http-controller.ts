@@ -3,9 +3,7 @@ import { z } from 'zod';
 import { interfaceShape, type SocketOptionsConfig } from '../../config/resolver-config.js';
 import type { ServerTlsConfig } from '../../config/tls.js';
 import { PrxError, errorMessage } from '../../core/errors.js';
-import {
-  type Activity, Dtab, NamingDepthBudgetError, NamingNodeBudgetError, type Path, type Var, readDtab, readPath,
-} from '../../naming/index.js';
+import { type Activity, type Dtab, NAMING_BUDGET_CODES, type Var } from '../../naming/index.js';
 import type { Counter } from '../../service/stats/index.js';
 import { InvalidIfMatchError, RequestTimedOutError } from '../errors.js';
 import { DtabNamespaceAbsentError } from '../storage/errors.js';
@@ -17,9 +15,12 @@ import {
   renderDtab,
   renderNamespaces,
 } from './controller-render.js';
-import { DTAB_MEDIA_TYPES, JSON_MEDIA_TYPE, codecForContentType, negotiateDtabType } from './dtab-codec.js';
+import {
+  BadRequest, BodyTooLarge, decodeNamespace, isWatch, readDtabBody, readDtabParam, readIfMatch, readPathParam,
+} from './controller-request.js';
+import { JSON_MEDIA_TYPE, negotiateDtabType } from './dtab-codec.js';
 import { HttpListener } from './http-listener.js';
-import { type IfMatch, parseIfMatch, versionTag } from './if-match.js';
+import { type IfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
 
@@ -32,13 +33,11 @@ import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
 export const httpControllerSchema = z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) });
 export type HttpControllerConfig = z.output<typeof httpControllerSchema>;
 
-/** Largest request body (a dtab) accepted; larger ones get 413. */
-export const MAX_DTAB_BODY_BYTES = 1024 * 1024;
-
 /** How long a request without `watch` waits for storage or namers before a 503. */
 export const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
 
 export { versionTag } from './if-match.js';
+export { MAX_DTAB_BODY_BYTES } from './controller-request.js';
 
 const API_PREFIX = '/api/1/';
 const TEXT_TYPE = 'text/plain; charset=utf-8';
@@ -66,18 +65,6 @@ interface Reply {
 
 const text = (status: number, body: string): Reply => ({ status, body: `${body}\n`, contentType: TEXT_TYPE });
 const NO_CONTENT: Reply = { status: 204 };
-
-class BadRequest extends PrxError {
-  constructor(message: string) {
-    super('PRX_ERR_BAD_REQUEST', message);
-  }
-}
-
-class BodyTooLarge extends PrxError {
-  constructor() {
-    super('PRX_ERR_BODY_TOO_LARGE', `request body larger than ${MAX_DTAB_BODY_BYTES} bytes`);
-  }
-}
 
 /** The controller: routing, dtab reads and writes, name views, watches. */
 export class HttpController implements ResolverInterface {
@@ -410,100 +397,6 @@ function viewKey(...parts: string[]): string {
 
 function methodNotAllowed(method: string, allowed: readonly string[]): Reply {
   return { ...text(405, `Method not allowed: ${method}`), headers: { allow: allowed.join(', ') } };
-}
-
-/** `watch=true` or `watch=1` (any case). */
-function isWatch(params: URLSearchParams): boolean {
-  const value = params.get('watch')?.toLowerCase();
-  return value === 'true' || value === '1';
-}
-
-/**
- * The namespace segment of a URL path, percent-decoded; null when it is not one path segment
- * (`/api/1/dtabs/a/b`) or not valid percent-encoding.
- */
-function decodeNamespace(segment: string): string | null {
-  if (segment.includes('/')) return null;
-  try {
-    const ns = decodeURIComponent(segment);
-    return ns.includes('/') ? null : ns;
-  } catch {
-    return null;
-  }
-}
-
-/** The `path` parameter; 400 `Invalid path: <p> / <reason>` when it does not parse. */
-function readPathParam(params: URLSearchParams): Path {
-  const raw = params.get('path') ?? '';
-  try {
-    return readPath(raw);
-  } catch (e) {
-    throw new BadRequest(`Invalid path: ${raw} / ${errorMessage(e)}`);
-  }
-}
-
-/** The `dtab` parameter (entries appended to the namespace's dtab); empty when absent. */
-/** The codes of {@link NamingBudgetError}s: a dtab that expands past the naming budget. */
-const NAMING_BUDGET_CODES: ReadonlySet<string> = new Set([
-  new NamingNodeBudgetError(0).code,
-  new NamingDepthBudgetError(0).code,
-]);
-
-function readDtabParam(params: URLSearchParams): Dtab {
-  const raw = params.get('dtab');
-  if (raw === null) return Dtab.empty;
-  try {
-    return readDtab(raw, { located: true });
-  } catch (e) {
-    throw new BadRequest(`Invalid dtab: ${errorMessage(e)}`);
-  }
-}
-
-/** A request body as a dtab in the format its `Content-Type` names. */
-async function readDtabBody(req: IncomingMessage): Promise<Dtab> {
-  const contentType = req.headers['content-type'];
-  const codec = codecForContentType(contentType);
-  if (!codec) {
-    req.resume();
-    throw new BadRequest(`Invalid Content-Type "${contentType ?? ''}". Valid content types are: ${DTAB_MEDIA_TYPES.join(', ')}`);
-  }
-  const body = await readBody(req);
-  try {
-    return codec.read(body);
-  } catch (e) {
-    throw new BadRequest(errorMessage(e));
-  }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length'] ?? 0) > MAX_DTAB_BODY_BYTES) {
-      req.resume();
-      reject(new BodyTooLarge());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.byteLength;
-      if (size <= MAX_DTAB_BODY_BYTES) {
-        chunks.push(chunk);
-        return;
-      }
-      req.off('data', onData);
-      req.resume();
-      reject(new BodyTooLarge());
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.once('error', reject);
-  });
-}
-
-/** The request's `If-Match`, parsed; undefined without one. */
-function readIfMatch(req: IncomingMessage): IfMatch | undefined {
-  const value = req.headers['if-match'];
-  return value === undefined ? undefined : parseIfMatch(value);
 }
 
 /** The `io.prx.httpController` kind. */
