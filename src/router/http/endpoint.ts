@@ -24,6 +24,8 @@ export interface EndpointOptions {
   readonly maxHeaderBytes: number;
   readonly responseBody: ResponseBodyLimits;
   readonly connectTimeoutMs: number;
+  /** `responseIdleTimeoutMs`: how long a due response may go without an upstream byte (0: no limit). */
+  readonly responseIdleTimeoutMs: number;
   readonly tls: EndpointTls | undefined;
   readonly accrual: FailureAccrualPolicyFactory;
 }
@@ -117,6 +119,7 @@ export class Endpoint implements BalancerNode {
             lifeTimeMs: opts.lifeTimeMs,
             maxHeaderBytes: opts.maxHeaderBytes,
             connectTimeoutMs: opts.connectTimeoutMs,
+            responseIdleTimeoutMs: opts.responseIdleTimeoutMs,
           })
         : undefined;
   }
@@ -133,8 +136,9 @@ export class Endpoint implements BalancerNode {
       keepAliveMaxTimeout: opts.keepAliveMaxTimeoutMs,
       clientTtl: opts.lifeTimeMs,
       maxHeaderSize: opts.maxHeaderBytes,
-      headersTimeout: 0,
-      bodyTimeout: 0,
+      // undici's own idle timers: to the response head, and between body chunks.
+      headersTimeout: opts.responseIdleTimeoutMs,
+      bodyTimeout: opts.responseIdleTimeoutMs,
       connect: {
         timeout: opts.connectTimeoutMs,
         ...(opts.tls === undefined

@@ -14,6 +14,7 @@ import {
   choice,
   filePath,
   addIssue,
+  durationMs,
 } from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';
@@ -50,7 +51,8 @@ export const httpRouterSchema = z.strictObject({
   ...routerBaseShape,
   protocol: z.literal('http'),
   servers: serverList(httpServerSchema),
-  client: clientPolicy({ engine: engine.optional() }),
+  // responseIdleTimeoutMs: a due response may go this long without an upstream byte (502, or a cut once it streams); 0: no limit.
+  client: clientPolicy({ engine: engine.optional(), responseIdleTimeoutMs: durationMs.optional() }),
   service: servicePolicy(),
   identifier: oneOrMany(kindSlot('identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
