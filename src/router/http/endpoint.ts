@@ -8,6 +8,7 @@ import type { BalancerNode } from '../../service/balancer/types.js';
 import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
 import { H1Pool } from '../../protocol/http/h1-pool.js';
+import { PrxError } from '../../core/errors.js';
 
 /** How connections to one endpoint are made and kept (client params, resolved). */
 export interface EndpointOptions {
@@ -58,6 +59,18 @@ function undici(): typeof Undici {
 export function isReplayable(out: OutboundRequest): boolean {
   const b = out.body;
   return b === null || Buffer.isBuffer(b) || !b.readableDidRead;
+}
+
+/**
+ * The client went away (reset, or ended its side before any answer began) or stopped sending its
+ * body while its request was in flight: the upstream work is cancelled (Finagle's
+ * CancelledRequestException). Counted under `failures/RequestCancelledError` in the client and
+ * service stats, but never against the endpoint: failure accrual and the balancer ignore it.
+ */
+export class RequestCancelledError extends PrxError {
+  constructor() {
+    super('PRX_ERR_REQUEST_CANCELLED', 'request cancelled: the client went away');
+  }
 }
 
 /**

@@ -32,6 +32,10 @@ const engine = choice('kind', {
 
 export const httpServerSchema = z.strictObject({
   ...serverShape({ defaultPort: 4140 }),
+  // A request head must be complete this long after its first byte (408); 0: no limit.
+  requestHeadTimeoutMs: durationMs.default(60_000),
+  // A request body may go this long without a byte (408, or a cut once the answer began); 0: no limit.
+  requestBodyIdleTimeoutMs: durationMs.default(60_000),
   addForwardedHeader: forwardedHeaderConfig.optional(),
   timestampHeader: nonEmptyString.optional(),
   engine: engine.optional(),
