@@ -8,12 +8,13 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startRouter, type RouterUnderTest } from '../router/harness.js';
 import {
-  abandonRequest,
   collect,
+  connectionsOf,
   openFds,
   openSocket,
   plainGet,
   refusedUpgrade,
+  sendAndHold,
   until,
   upgradeRequest,
   type Target,
@@ -116,14 +117,16 @@ describe('adversarial: upgrades and tunnels', () => {
   });
 
   for (const how of ['fin', 'reset'] as const) {
-    it(`a client that leaves (${how}) before the backend answers its upgrade frees both sockets`, async () => {
+    it(`50 clients that leave (${how}) before the backend answers their upgrade free every socket`, async () => {
       const baseline = openFds();
       const before = silent.length;
-      await abandonRequest(target, upgradeRequest('/silent'), how, 0);
-      await until(() => silent.length === before + 1, 3000, 'the upgrade to reach the backend');
-      const up = silent.at(-1) as Socket;
-      await until(() => up.destroyed || up.readableEnded, 3000, "the router to close the backend's socket");
+      const leave = await Promise.all(Array.from({ length: 50 }, () => sendAndHold(target, upgradeRequest('/silent'))));
+      await until(() => silent.length === before + 50, 3000, 'the upgrades to reach the backend');
+      for (const l of leave) l(how);
+      const ups = silent.slice(before);
+      await until(() => ups.every((up) => up.destroyed || up.readableEnded), 3000, "the router to close the backend's sockets");
       await settled();
+      await until(async () => (await connectionsOf(backend)) <= 1, 3000, 'no spare connection to the backend left behind');
       await until(() => openFds() <= baseline, 3000, `descriptors back to ${baseline} (now ${openFds()})`);
     });
   }

@@ -101,8 +101,10 @@ export class Endpoint implements BalancerNode {
   readonly accrual: FailureAccrualState;
   /** Plain-HTTP endpoints: the lean client (upgrades still take an undici connection). */
   readonly #h1: H1Pool | undefined;
-  /** TLS endpoints, and upgrade requests: undici, made on first use. */
+  /** TLS endpoints: undici, made on first use. */
   #pool: Undici.Pool | undefined;
+  /** Upgrade requests in flight, each on a client of its own (see {@link Endpoint.dispatch}). */
+  readonly #upgrades = new Set<Undici.Client>();
   readonly #opts: EndpointOptions;
   #closed = false;
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
@@ -140,14 +142,26 @@ export class Endpoint implements BalancerNode {
   #undici(): Undici.Pool {
     if (this.#pool !== undefined) return this.#pool;
     const opts = this.#opts;
-    const scheme = opts.tls === undefined ? 'http' : 'https';
-    this.#pool = new (undici().Pool)(`${scheme}://${this.key}`, {
+    this.#pool = new (undici().Pool)(this.#origin(), {
+      ...this.#undiciOptions(),
       connections: opts.maxConnections,
+      clientTtl: opts.lifeTimeMs,
+    });
+    return this.#pool;
+  }
+
+  #origin(): string {
+    return `${this.#opts.tls === undefined ? 'http' : 'https'}://${this.key}`;
+  }
+
+  /** What undici's pool and an upgrade's own client share. */
+  #undiciOptions(): Undici.Client.Options {
+    const opts = this.#opts;
+    return {
       pipelining: 1,
       // undici has no minSize: every connection is subject to both idle times.
       keepAliveTimeout: opts.sessionIdleTimeMs === null ? opts.keepAliveTimeoutMs : Math.min(opts.keepAliveTimeoutMs, opts.sessionIdleTimeMs),
       keepAliveMaxTimeout: opts.keepAliveMaxTimeoutMs,
-      clientTtl: opts.lifeTimeMs,
       maxHeaderSize: opts.maxHeaderBytes,
       // undici's own idle timers: to the response head, and between body chunks.
       headersTimeout: opts.responseIdleTimeoutMs,
@@ -162,8 +176,7 @@ export class Endpoint implements BalancerNode {
               ...(opts.tls.ca === undefined ? {} : { ca: opts.tls.ca }),
             }),
       },
-    });
-    return this.#pool;
+    };
   }
 
   get available(): boolean {
@@ -207,10 +220,10 @@ export class Endpoint implements BalancerNode {
 
   /** Sends `req`; the exchange's `head` settles with the response head or the failure. */
   dispatch(req: OutboundRequest): UpstreamExchange {
-    const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
     this.load++;
     const h1 = this.#h1;
     if (h1 !== undefined && req.upgrade === null) {
+      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
       h1.dispatch(req, ex);
       return ex;
     }
@@ -226,7 +239,22 @@ export class Endpoint implements BalancerNode {
     };
     const servername = this.#opts.tls?.servername;
     if (servername !== undefined) options.servername = servername;
-    this.#undici().dispatch(options, ex);
+    if (req.upgrade === null) {
+      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
+      this.#undici().dispatch(options, ex);
+      return ex;
+    }
+    // An upgrade's connection is never reused (a 101 takes it, a refusal closes it), and a pool
+    // whose upgrade request was aborted opens a spare connection at once: a client of its own,
+    // destroyed when the exchange ends, leaves nothing behind.
+    const client = new (undici().Client)(this.#origin(), this.#undiciOptions());
+    this.#upgrades.add(client);
+    const ex = new UpstreamExchange(this.#opts.responseBody, () => {
+      this.load--;
+      this.#upgrades.delete(client);
+      void client.destroy().catch(() => undefined);
+    });
+    client.dispatch(options, ex);
     return ex;
   }
 
@@ -240,6 +268,7 @@ export class Endpoint implements BalancerNode {
   /** Closes every connection now, failing in-flight requests. */
   destroy(): Promise<void> {
     this.#closed = true;
-    return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined)]).then(() => undefined);
+    const upgrades = [...this.#upgrades].map((c) => c.destroy().catch(() => undefined));
+    return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined), ...upgrades]).then(() => undefined);
   }
 }
