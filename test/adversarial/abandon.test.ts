@@ -8,7 +8,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { validateProxyConfig } from '../../src/config/index.js';
 import { freePort, startRouter, type RouterUnderTest } from '../router/harness.js';
-import { connectionsOf, sendAndHold, openFds, plainGet, trickledBody, until, type Target } from './h1-attacks.js';
+import { collect, connectionsOf, openSocket, sendAndHold, openFds, plainGet, trickledBody, until, type Target } from './h1-attacks.js';
+
+const BIG = 16 * 1024 * 1024;
 
 /** Requests the backend received, by path, with their sockets (to see when the router closes them). */
 interface Seen {
@@ -39,6 +41,11 @@ describe('adversarial: abandoned requests and timeouts', () => {
         case '/silent':
         case '/upload':
           return; // never answers
+        case '/big':
+          // Chunked (no length, so no maxResponseKB): far more than the socket buffers hold.
+          res.write(Buffer.alloc(BIG, 'b'));
+          res.end();
+          return;
         case '/partial':
           res.writeHead(200, { 'content-length': 100 });
           res.write('0123456789');
@@ -145,6 +152,20 @@ describe('adversarial: abandoned requests and timeouts', () => {
     const [partial] = await arrivals('/partial', from, 1);
     await until(() => partial?.closed === true, 3000, 'the upstream connection to close');
     assert.equal((await plainGet(target(quick), '/')).status, 200, 'normal traffic still flows');
+  });
+
+  it('a client that reads slowly is not taken for a silent upstream: the whole body arrives', async () => {
+    const quick = await quickRouter();
+    const s = await openSocket(target(quick));
+    s.pause();
+    s.write('GET /big HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n');
+    // Reads nothing for well past responseIdleTimeoutMs: prx holds the upstream back meanwhile.
+    await new Promise((r) => setTimeout(r, 1200));
+    s.resume();
+    const answer = await collect(s, 10_000);
+    assert.equal(answer.status, 200, answer.text.slice(0, 200));
+    assert.ok(answer.text.endsWith('\r\n0\r\n\r\n'), 'the whole chunked body');
+    assert.ok(answer.text.length > BIG, `${answer.text.length} bytes`);
   });
 
   it('the timeouts are validated: a negative or fractional value is refused, 0 (no limit) is accepted', () => {
