@@ -62,6 +62,7 @@ export const RETRYABLE_ERROR_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   'PRX_ERR_UPSTREAM_CONNECT_TIMEOUT',
+  'PRX_ERR_UPSTREAM_IDLE_TIMEOUT',
   'ETIMEDOUT',
   // Write failures (Finagle WriteException and failures flagged Retryable): the connection could
   // not be made or the request waited for none, so it was never written.

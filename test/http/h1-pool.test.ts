@@ -73,6 +73,7 @@ function pool(port: number, extra: Partial<ConstructorParameters<typeof H1Pool>[
     lifeTimeMs: null,
     maxHeaderBytes: 8192,
     connectTimeoutMs: 2000,
+    responseIdleTimeoutMs: 0,
     ...extra,
   });
   pools.push(p);

@@ -20,6 +20,7 @@ export const DEFAULT_OPTIONS: ServerConnectionOptions = {
   maxHeaderBytes: 8192,
   maxChunkBytes: 8192,
   headersTimeoutMs: 10_000,
+  bodyIdleTimeoutMs: 10_000,
   keepAliveTimeoutMs: 5000,
 };
 
@@ -52,13 +53,15 @@ export async function startServer(
     {
       connection: (socket) => sockets.push(socket),
       request: (req, res) => {
+        // With an upgrade handler, an Upgrade request switches at once (the socket and the bytes past the head).
+        const head = req.upgrade && extra.upgrade !== undefined ? res.takeSocket() : undefined;
+        if (head !== undefined && extra.upgrade !== undefined) {
+          upgraded.push(req.socket);
+          extra.upgrade(req, req.socket, head);
+          return;
+        }
         running.requests++;
         handler(req, res);
-      },
-      upgrade: (req, socket, head) => {
-        upgraded.push(socket);
-        if (extra.upgrade === undefined) socket.destroy();
-        else extra.upgrade(req, socket, head);
       },
       rejected: (err, socket) => {
         rejected.push(err);

@@ -317,6 +317,25 @@ describe('h1 server: upgrade', () => {
     }
   });
 
+  it('an Upgrade request answered without taking the socket is an ordinary response, and the connection closes after it', async () => {
+    const s = await startServer((req, res) => {
+      req
+        .bodyStream()
+        .on('end', () => res.writeHead(403, { 'content-type': 'text/plain' }).end(`refused ${String(req.upgrade)}`))
+        .resume();
+    });
+    try {
+      const c = await RawClient.connect(s.port);
+      c.write('POST /ws HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: 4\r\n\r\nbody');
+      const r = await c.next();
+      assert.deepEqual([r.status, field(r, 'connection'), r.body.toString()], [403, 'close', 'refused true']);
+      await c.whenEnded();
+      await eventually(() => s.server.size === 0, 'the connection to go');
+    } finally {
+      s.stop();
+    }
+  });
+
   it('serves Connection: upgrade without an Upgrade field as a plain request', async () => {
     let upgrades = 0;
     const s = await startServer(echo, {}, { upgrade: () => upgrades++ });

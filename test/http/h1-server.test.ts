@@ -3,11 +3,13 @@
 // header-map semantics, limits, 100-continue, keep-alive and its timeouts. Responses, upgrades,
 // lifecycle and TLS are in h1-server-response.test.ts; pipelining, bodies and abuse in h1-server-abuse.test.ts.
 import assert from 'node:assert/strict';
+import type { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import {
   RawClient,
   echo,
   echoOf,
+  errorCode,
   eventually,
   field,
   get,
@@ -401,6 +403,68 @@ describe('h1 server: keep-alive', () => {
 });
 
 describe('h1 server: timeouts', () => {
+  it('answers 408 to a partial head that goes quiet at headersTimeoutMs, before the longer keep-alive idle time', async () => {
+    const s = await startServer(echo, { headersTimeoutMs: 150, keepAliveTimeoutMs: 5000 });
+    try {
+      const c = await RawClient.connect(s.port);
+      const started = Date.now();
+      c.write('GET / HTTP/1.1\r\nHost: t\r\n');
+      await c.whenEnded(2000);
+      assert.equal(c.text, refusal(408, 'PRX_ERR_HEADERS_TIMEOUT'));
+      assert.ok(Date.now() - started >= 140, `refused after ${Date.now() - started} ms`);
+      c.destroy();
+      await stillServes(s);
+    } finally {
+      s.stop();
+    }
+  });
+
+  it('answers 408 to a body that goes quiet for bodyIdleTimeoutMs; the body stream fails with that error', async () => {
+    let failure = '';
+    const s = await startServer(
+      (req) => {
+        req.bodyStream().on('error', (err) => (failure = errorCode(err))).resume();
+      },
+      { bodyIdleTimeoutMs: 150, keepAliveTimeoutMs: 5000 },
+    );
+    try {
+      const c = await RawClient.connect(s.port);
+      c.write('POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nsome');
+      await c.whenEnded(2000);
+      assert.equal(c.text, refusal(408, 'PRX_ERR_REQUEST_BODY_TIMEOUT'));
+      await eventually(() => failure === 'PRX_ERR_REQUEST_BODY_TIMEOUT', 'the stream to fail');
+      c.destroy();
+      await eventually(() => s.server.size === 0, 'the connection to go');
+    } finally {
+      s.stop();
+    }
+  });
+
+  it('does not time a body out while its consumer holds it back', async () => {
+    let stream: Readable | undefined;
+    const s = await startServer(
+      (req, res) => {
+        stream = req.bodyStream();
+        stream.pause();
+        stream.on('end', () => res.writeHead(200, {}).end('done'));
+      },
+      { bodyIdleTimeoutMs: 100, keepAliveTimeoutMs: 5000 },
+    );
+    try {
+      const c = await RawClient.connect(s.port);
+      const body = 'z'.repeat(1 << 20);
+      c.write(`POST / HTTP/1.1\r\nHost: t\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      await sleep(400);
+      assert.equal(c.text, '', 'nothing refused while the consumer is full');
+      stream?.resume();
+      const r = await c.next();
+      assert.equal(r.body.toString(), 'done');
+      c.destroy();
+    } finally {
+      s.stop();
+    }
+  });
+
   it('closes an idle keep-alive connection after keepAliveTimeoutMs (no timeout field under a second)', async () => {
     const s = await startServer(echo, { keepAliveTimeoutMs: 150 });
     try {

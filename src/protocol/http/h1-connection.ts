@@ -11,6 +11,7 @@ import {
   UpstreamConnectTimeoutError,
   UpstreamContentLengthError,
   UpstreamHeadersOverflowError,
+  UpstreamIdleTimeoutError,
   UpstreamProtocolError,
   UpstreamResetError,
   type ExchangeController,
@@ -29,6 +30,7 @@ export interface ConnectionOwner {
     readonly lifeTimeMs: number | null;
     readonly maxHeaderBytes: number;
     readonly connectTimeoutMs: number;
+    readonly responseIdleTimeoutMs: number;
   };
   /** The connection finished its exchange and may take another. */
   released(conn: H1Connection): void;
@@ -82,6 +84,13 @@ export class H1Connection implements ExchangeController {
   #eof = false;
   /** The idle timeout in force (the upstream's Keep-Alive hint may shorten the configured one). */
   #idleMs: number;
+  /**
+   * The socket's one idle timer serves both the keep-alive idle time and the response idle time:
+   * it runs for the shorter (`#timerMs`), and quiet periods add up in `#quietMs` (reset by any
+   * byte) until the limit of the current phase is reached. Re-armed only when it fires.
+   */
+  #timerMs = 0;
+  #quietMs = 0;
 
   constructor(pool: ConnectionOwner) {
     this.#pool = pool;
@@ -94,7 +103,7 @@ export class H1Connection implements ExchangeController {
       this.#connected = true;
       clearTimeout(this.#connectTimer);
       this.#connectTimer = undefined;
-      socket.setTimeout(this.#idleMs);
+      this.#setTimer(this.#tickMs());
       const req = this.#waiting;
       if (req !== undefined) {
         this.#waiting = undefined;
@@ -102,12 +111,7 @@ export class H1Connection implements ExchangeController {
       }
     });
     socket.on('data', (chunk: Buffer) => this.#onData(chunk));
-    socket.on('timeout', () => {
-      // An upstream that announced a shorter Keep-Alive closes the connection itself soon: not worth keeping.
-      if (this.#handler !== undefined) return;
-      if (this.#idleMs === o.keepAliveTimeoutMs && this.#pool.keepsIdle()) return;
-      this.destroy();
-    });
+    socket.on('timeout', () => this.#onTimeout());
     socket.once('end', () => this.#onEnd());
     socket.once('error', (err: Error) => {
       // Nothing left to write: the reset came after the request went out (see UpstreamResetError).
@@ -123,6 +127,7 @@ export class H1Connection implements ExchangeController {
   /** Sends `req` (once connected) and reads its response into `handler`. */
   start(req: H1Request, handler: ExchangeHandler): void {
     this.#handler = handler;
+    this.#quietMs = 0;
     this.#sent = false;
     this.#method = req.method;
     this.#state = HEAD;
@@ -188,6 +193,8 @@ export class H1Connection implements ExchangeController {
     };
     body.on('data', (chunk: Buffer) => {
       if (this.#requestBody !== body || chunk.length === 0) return;
+      // The upstream may rightly wait for the whole body: the exchange is moving.
+      this.#quietMs = 0;
       const ok = this.#chunkedRequest ? writeChunk(socket, chunk) : socket.write(chunk);
       if (!ok) {
         body.pause();
@@ -261,6 +268,7 @@ export class H1Connection implements ExchangeController {
   }
 
   #onData(chunk: Buffer): void {
+    this.#quietMs = 0;
     if (this.#handler === undefined) {
       // Bytes on an idle connection: the upstream is not speaking HTTP/1.1 to us any more.
       this.destroy();
@@ -405,8 +413,45 @@ export class H1Connection implements ExchangeController {
       return;
     }
     this.#paused = false;
+    this.#quietMs = 0;
     this.#socket.resume();
     this.#pool.released(this);
+  }
+
+  /** The socket timer's period: the shorter of the idle time and the response idle time. */
+  #tickMs(): number {
+    const limit = this.#pool.opts.responseIdleTimeoutMs;
+    return limit > 0 && limit < this.#idleMs ? limit : this.#idleMs;
+  }
+
+  #setTimer(ms: number): void {
+    this.#timerMs = ms;
+    this.#socket.setTimeout(ms);
+  }
+
+  /** The socket was quiet for `#timerMs`: a silent upstream mid-exchange, or an idle connection. */
+  #onTimeout(): void {
+    const tick = this.#tickMs();
+    if (this.#handler !== undefined) {
+      const limit = this.#pool.opts.responseIdleTimeoutMs;
+      // While paused, prx holds the upstream back (a slow client): its silence does not count.
+      if (this.#paused) this.#quietMs = 0;
+      else this.#quietMs += this.#timerMs;
+      if (limit > 0 && this.#quietMs >= limit) {
+        this.destroy(new UpstreamIdleTimeoutError(limit));
+        return;
+      }
+      this.#setTimer(limit > 0 ? Math.min(tick, limit - this.#quietMs) : tick);
+      return;
+    }
+    this.#quietMs += this.#timerMs;
+    if (this.#quietMs < this.#idleMs) {
+      this.#setTimer(Math.min(tick, this.#idleMs - this.#quietMs));
+      return;
+    }
+    // An upstream that announced a shorter Keep-Alive closes the connection itself soon: not worth keeping.
+    if (this.#idleMs === this.#pool.opts.keepAliveTimeoutMs && this.#pool.keepsIdle()) return;
+    this.destroy();
   }
 
   /** `Keep-Alive: timeout=N`: idle no longer than the upstream will keep the connection. */
@@ -417,7 +462,7 @@ export class H1Connection implements ExchangeController {
     if (ms <= 0) this.#keepAlive = false;
     else if (ms !== this.#idleMs) {
       this.#idleMs = ms;
-      this.#socket.setTimeout(ms);
+      this.#setTimer(this.#tickMs());
     }
   }
 

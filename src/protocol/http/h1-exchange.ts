@@ -53,6 +53,17 @@ export class UpstreamConnectTimeoutError extends PrxError {
   }
 }
 
+/**
+ * The upstream sent nothing for `responseIdleTimeoutMs` while a response was due (its head, or
+ * more of its body) and prx was ready to read: the connection is closed (Finagle's read timeout on
+ * a transport, a channel failure: 502 with `prx-err` when no answer has begun, else a cut).
+ */
+export class UpstreamIdleTimeoutError extends PrxError {
+  constructor(ms: number) {
+    super('PRX_ERR_UPSTREAM_IDLE_TIMEOUT', `the upstream sent nothing for ${ms} ms while a response was due (responseIdleTimeoutMs)`);
+  }
+}
+
 /** The pool was closed or destroyed with the request still waiting for a connection. */
 export class PoolClosedError extends PrxError {
   constructor() {

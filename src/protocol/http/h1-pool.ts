@@ -9,7 +9,7 @@
 import { H1Connection, type ConnectionOwner } from './h1-connection.js';
 import { PoolClosedError, type ExchangeController, type ExchangeHandler, type H1Request } from './h1-exchange.js';
 
-export { UpstreamClosedError, UpstreamResetError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './h1-exchange.js';
+export { UpstreamIdleTimeoutError, UpstreamClosedError, UpstreamResetError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './h1-exchange.js';
 export type { ExchangeController, ExchangeHandler, H1Request } from './h1-exchange.js';
 
 export interface H1PoolOptions {
@@ -26,6 +26,8 @@ export interface H1PoolOptions {
   readonly lifeTimeMs: number | null;
   readonly maxHeaderBytes: number;
   readonly connectTimeoutMs: number;
+  /** How long a response may go without a byte from the upstream while prx reads it (0: no limit). */
+  readonly responseIdleTimeoutMs: number;
 }
 
 interface Queued {

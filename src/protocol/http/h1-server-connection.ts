@@ -2,8 +2,14 @@
  * One inbound HTTP/1.1 connection of the router's own server (h1-server.ts). It reads a request
  * head, hands the request to the server's callbacks, decodes the body (Content-Length or chunked)
  * into it with backpressure, and reads the next request only once the response is out: pipelined
- * requests wait in the buffer, which stops the socket when it grows. An `Upgrade` request hands
- * the socket over.
+ * requests wait in the buffer, which stops the socket when it grows. An `Upgrade` request is an
+ * ordinary request until its answer is a 101, which takes the socket (InboundResponse.takeSocket).
+ *
+ * Timeouts use the socket's one idle timer, re-armed only when the connection changes phase: the
+ * keep-alive idle time between requests, the head's deadline while a head arrives in pieces, the
+ * body's idle time while a body is awaited. A client that ends its side after a complete request
+ * and before any answer has begun has given up (as nginx reads it): the connection is closed and
+ * the response's owner hears of a cut-off response, which cancels the upstream work.
  */
 import type { Socket } from 'node:net';
 import {
@@ -14,7 +20,7 @@ import {
   parseRequestHead,
   type HeadLimits,
 } from './h1-request-head.js';
-import { InboundRequest, type BodySource } from './h1-server-request.js';
+import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './h1-server-request.js';
 import { InboundResponse, type ResponseHost } from './h1-server-response.js';
 import { CHUNK_END, CRLF2 } from './h1-wire.js';
 import { CHUNK_LINE_BYTES, parseChunkSize, validFieldLine } from './h1-framing.js';
@@ -24,15 +30,15 @@ export interface ServerCallbacks {
   /** A connection was accepted (after the TLS handshake on a TLS server). */
   connection(socket: Socket): void;
   request(req: InboundRequest, res: InboundResponse): void;
-  /** An `Upgrade` request: the socket is the callee's from here, with the bytes read past the head. */
-  upgrade(req: InboundRequest, socket: Socket, head: Buffer): void;
   /** A request refused before it reached the router: answer it on the socket and end it. */
   rejected(err: RequestHeadError, socket: Socket): void;
 }
 
 export interface ServerConnectionOptions extends HeadLimits {
-  /** How long a request head may take to arrive. */
+  /** How long a request head may take to arrive, from its first byte (0: no limit). */
   readonly headersTimeoutMs: number;
+  /** How long a request body being read may go without a byte (0: no limit); then 408, or a cut. */
+  readonly bodyIdleTimeoutMs: number;
   /** How long an idle keep-alive connection stays open. */
   readonly keepAliveTimeoutMs: number;
   /**
@@ -60,6 +66,11 @@ const CHUNK_DATA = 3;
 const CHUNK_DATA_END = 4;
 const TRAILERS = 5;
 
+// What the socket's idle timer is armed for.
+const TIMER_KEEP_ALIVE = 0;
+const TIMER_HEAD = 1;
+const TIMER_BODY = 2;
+
 /** Unread request bytes left after a response are read and dropped up to this size; past it, the connection closes. */
 const DISCARD_BYTES = 64 * 1024;
 /** How long a refused client has to close its side after the answer. */
@@ -83,6 +94,7 @@ export class ServerConnection implements BodySource, ResponseHost {
   #peerEnded = false;
   #ending = false;
   #dead = false;
+  #timer = TIMER_KEEP_ALIVE;
   readonly #processBound = (): void => this.#process();
   readonly #onData = (chunk: Buffer): void => this.#data(chunk);
   readonly #onEnd = (): void => this.#peerEnd();
@@ -116,7 +128,8 @@ export class ServerConnection implements BodySource, ResponseHost {
   }
 
   keepAliveAfter(req: InboundRequest): boolean {
-    if (!req.keepAlive || this.#owner.closing || this.#peerEnded || this.#ending) return false;
+    // A refused upgrade closes: a client (or a proxy in front) may already treat the bytes it sends next as the new protocol.
+    if (!req.keepAlive || req.upgrade || this.#owner.closing || this.#peerEnded || this.#ending) return false;
     return req.complete || (this.#state === FIXED && this.#remaining <= DISCARD_BYTES);
   }
 
@@ -188,19 +201,24 @@ export class ServerConnection implements BodySource, ResponseHost {
     const end = buf.indexOf(CRLF2, start);
     if (end < 0) {
       checkPartialHead(buf, start, opts);
-      if (Date.now() - this.#headStarted > opts.headersTimeoutMs) throw new HeadersTimeoutError(opts.headersTimeoutMs);
+      const limit = opts.headersTimeoutMs;
+      if (limit > 0) {
+        const left = limit - (Date.now() - this.#headStarted);
+        if (left <= 0) throw new HeadersTimeoutError(limit);
+        // Only a head split over packets gets here: the timer fires at its deadline even if it
+        // goes quiet, or after the keep-alive idle time of silence, whichever comes first.
+        const idle = opts.keepAliveTimeoutMs;
+        this.#arm(TIMER_HEAD, idle > 0 && idle < left ? idle : left);
+      }
       if (start > 0) this.#pending = buf.subarray(start);
       return false;
     }
+    if (this.#timer === TIMER_HEAD) this.#arm(TIMER_KEEP_ALIVE, opts.keepAliveTimeoutMs);
     const head = parseRequestHead(buf.toString('latin1', start, end), opts);
     buf = end + 4 < buf.length ? buf.subarray(end + 4) : undefined;
     this.#pending = buf;
     this.#headStarted = 0;
     const req = new InboundRequest(head, this.socket, this);
-    if (head.upgrade) {
-      this.#handOver(req, buf ?? EMPTY);
-      return false;
-    }
     if (head.method === 'CONNECT') throw new RequestHeadError('PRX_ERR_CONNECT_UNSUPPORTED', 405, 'CONNECT is not supported');
     if (head.chunked) this.#state = CHUNK_SIZE;
     else if (head.contentLength > 0) {
@@ -325,15 +343,20 @@ export class ServerConnection implements BodySource, ResponseHost {
     this.#ending = true;
     this.#pending = undefined;
     // The answer ends our side; a client that never closes its side is cut off after a grace period.
-    this.socket.setTimeout(REJECT_GRACE_MS);
+    this.#arm(TIMER_KEEP_ALIVE, REJECT_GRACE_MS);
     this.#owner.callbacks.rejected(err, this.socket);
   }
 
-  /** Gives the socket to the upgrade callback with the bytes read past the head. */
-  #handOver(req: InboundRequest, head: Buffer): void {
+  /** Detaches the socket for a 101: returns the bytes read past the request (see InboundResponse.takeSocket). */
+  handOver(): Buffer | undefined {
+    const req = this.#req;
+    if (this.#dead || this.#ending || req === undefined || !req.complete) return undefined;
     const socket = this.socket;
+    const head = this.#pending ?? EMPTY;
     this.#dead = true;
     this.#pending = undefined;
+    this.#req = undefined;
+    this.#res = undefined;
     socket.off('data', this.#onData);
     socket.off('end', this.#onEnd);
     socket.off('close', this.#onClose);
@@ -342,8 +365,9 @@ export class ServerConnection implements BodySource, ResponseHost {
     socket.setTimeout(0);
     // Bytes arriving before the callee reads them stay in the socket, not dropped.
     socket.pause();
+    this.#readPaused = true;
     this.#owner.removed(this);
-    this.#owner.callbacks.upgrade(req, socket, head);
+    return head;
   }
 
   /** Stops reading while the request body's consumer is full or pipelined bytes pile up. */
@@ -351,9 +375,18 @@ export class ServerConnection implements BodySource, ResponseHost {
     if (this.#dead) return;
     const req = this.#req;
     let pause = false;
+    let awaitingBody = false;
     if (req !== undefined) {
-      if (!req.complete) pause = this.#pending !== undefined && !req.wantsData;
-      else pause = this.#pending !== undefined && this.#pending.length > this.#owner.opts.maxHeaderBytes + this.#owner.opts.maxInitialLineBytes;
+      if (!req.complete) {
+        pause = this.#pending !== undefined && !req.wantsData;
+        // While its consumer holds the body up, the client is not the one keeping it waiting.
+        awaitingBody = !pause;
+      } else pause = this.#pending !== undefined && this.#pending.length > this.#owner.opts.maxHeaderBytes + this.#owner.opts.maxInitialLineBytes;
+    }
+    if (awaitingBody !== (this.#timer === TIMER_BODY) && !this.#ending) {
+      const opts = this.#owner.opts;
+      if (awaitingBody) this.#arm(TIMER_BODY, opts.bodyIdleTimeoutMs);
+      else this.#arm(TIMER_KEEP_ALIVE, opts.keepAliveTimeoutMs);
     }
     if (pause === this.#readPaused) return;
     this.#readPaused = pause;
@@ -370,6 +403,14 @@ export class ServerConnection implements BodySource, ResponseHost {
       return;
     }
     if (!req.complete) req.fail();
+    // The whole request is in and no answer has begun: the client gave up waiting.
+    else if (this.#res?.headersSent === false) this.socket.destroy();
+  }
+
+  /** Re-arms the socket's idle timer for `phase` (0 ms: no timer). */
+  #arm(phase: number, ms: number): void {
+    this.#timer = phase;
+    this.socket.setTimeout(ms);
   }
 
   #timeout(): void {
@@ -377,7 +418,12 @@ export class ServerConnection implements BodySource, ResponseHost {
       this.socket.destroy();
       return;
     }
-    if (this.#req !== undefined) return;
+    const req = this.#req;
+    if (req !== undefined) {
+      // Waiting for the answer is the upstream's timeouts' business.
+      if (this.#timer === TIMER_BODY && !req.complete) this.#fatal(new RequestBodyTimeoutError(this.#owner.opts.bodyIdleTimeoutMs));
+      return;
+    }
     if (this.#pending !== undefined) this.#fatal(new HeadersTimeoutError(this.#owner.opts.headersTimeoutMs));
     else this.socket.destroy();
   }

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { PrxError } from '../../core/errors.js';
-import type { RequestHead } from './h1-request-head.js';
+import { RequestHeadError, type RequestHead } from './h1-request-head.js';
 
 /** Held body bytes past which the connection stops reading until the body is claimed. */
 const HOLD_BYTES = 64 * 1024;
@@ -17,6 +17,16 @@ const HOLD_BYTES = 64 * 1024;
 export class RequestBodyAbortedError extends PrxError {
   constructor() {
     super('PRX_ERR_REQUEST_ABORTED', 'the client closed the connection before the request body was complete');
+  }
+}
+
+/**
+ * No request body byte arrived for `requestBodyIdleTimeoutMs` while the server was reading: a 408
+ * when no response has begun, else the connection is cut.
+ */
+export class RequestBodyTimeoutError extends RequestHeadError {
+  constructor(ms: number) {
+    super('PRX_ERR_REQUEST_BODY_TIMEOUT', 408, `no request body received for ${ms} ms`);
   }
 }
 
@@ -78,6 +88,11 @@ export class InboundRequest {
   readonly contentLength: number;
   readonly chunked: boolean;
   readonly keepAlive: boolean;
+  /**
+   * An `Upgrade` request: an ordinary request until a 101 takes the socket
+   * (`InboundResponse.takeSocket`); any other answer closes the connection after it.
+   */
+  readonly upgrade: boolean;
   /** True once the whole body has been read off the connection. */
   complete: boolean;
   readonly #source: BodySource;
@@ -97,6 +112,7 @@ export class InboundRequest {
     this.contentLength = head.contentLength;
     this.chunked = head.chunked;
     this.keepAlive = head.keepAlive;
+    this.upgrade = head.upgrade;
     this.complete = !head.chunked && head.contentLength <= 0;
     this.#source = source;
   }

@@ -18,6 +18,8 @@ export interface ResponseHost {
   /** `connection: keep-alive` with the server's idle timeout, as header lines. */
   readonly keepAliveFields: string;
   responseFinished(res: InboundResponse): void;
+  /** Detaches the socket for a 101 (see {@link InboundResponse.takeSocket}); undefined when it cannot. */
+  handOver(): Buffer | undefined;
 }
 
 /** Who is told once the response is over (finished, or cut off with its connection). */
@@ -167,6 +169,22 @@ export class InboundResponse implements BodySink {
     } else if (body !== undefined && body.length > 0 && this.#mode !== NONE) this.#host.socket.write(body);
     this.writableFinished = true;
     this.#host.responseFinished(this);
+  }
+
+  /**
+   * Switches protocols (a 101 from upstream): the connection stops being HTTP and its socket is the
+   * caller's, who writes the 101 head itself. Returns the bytes the client sent past the request
+   * (they belong to the new protocol); undefined when the request body is not all read or the
+   * response has begun, and then nothing changed. The owner is not told: the tunnel is its business.
+   */
+  takeSocket(): Buffer | undefined {
+    if (this.headersSent || this.#destroyed || this.writableFinished) return undefined;
+    const head = this.#host.handOver();
+    if (head === undefined) return undefined;
+    this.headersSent = true;
+    this.writableFinished = true;
+    this.#notified = true;
+    return head;
   }
 
   /** Cuts the connection (a body that failed after its head went out cannot be ended cleanly). */

@@ -295,13 +295,16 @@ export class HttpClient implements Closable {
         return { exchange, endpoint, started };
       } catch (err) {
         const e = err instanceof Error ? err : new Error(String(err));
-        const connectFailure = handle.cancelled === undefined && isRequeueable(e, exchange);
+        const cancelled = handle.cancelled !== undefined;
+        const connectFailure = !cancelled && isRequeueable(e, exchange);
         this.#countFailure(this.#counters, e);
         this.#countFailure(this.#serviceCounters(service), e);
         const transport = transportError(e);
         if (transport !== undefined) this.#exn.recordOuter(transport);
-        // A full pool is this proxy's own back-pressure, not a sign of the endpoint's health.
-        if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
+        // A client that went away says nothing about the endpoint; a full pool is this proxy's own
+        // back-pressure, not a sign of the endpoint's health.
+        if (cancelled) endpoint.accrual.recordIgnored();
+        else if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
         if (connectFailure && this.#params.failFast) {
           endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
           this.#leaveProbationIfDown(endpoint);

@@ -32,7 +32,6 @@ const DELEGATION_TIMEOUT_MS = 2000;
 /** Answers a TRACE whose `Max-Forwards` reached 0 here: empty, or the router context alone. */
 export async function answerDiagnostic(ctx: RequestContext, svc: PathService, withContext: boolean): Promise<void> {
   const res = ctx.res;
-  if (res === undefined) return;
   let body = '';
   if (withContext) {
     const router = ctx.handler.router;
@@ -59,10 +58,6 @@ export async function answerDiagnostic(ctx: RequestContext, svc: PathService, wi
 export async function sendWithContext(ctx: RequestContext, served: Served, success: boolean): Promise<void> {
   const res = ctx.res;
   const ex = served.attempt.exchange;
-  if (res === undefined) {
-    ex.discard();
-    return;
-  }
   const headers = ex.headers;
   const chunked = headers['transfer-encoding'] !== undefined && headers['content-length'] === undefined;
   let body: string;

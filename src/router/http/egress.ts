@@ -1,5 +1,6 @@
 import { Dtab, NamingBudgetError } from '../../naming/index.js';
 import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { renderError, clearResponseContext, type RenderedError } from '../../protocol/http/headers/error-response.js';
 import { forwardedHeaderList, stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
@@ -56,12 +57,6 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
   if (rendered.status >= 500) log.debug({ err: err instanceof Error ? err.message : String(err), dst: ctx.dst?.show }, 'request failed');
   const res = ctx.res;
   ctx.status = rendered.status;
-  if (res === undefined) {
-    // Upgrade request: answer on the raw socket.
-    if (ctx.socket !== undefined) endRawSocket(ctx.socket, rendered);
-    ctx.finish(rendered.status, false);
-    return;
-  }
   if (res.headersSent) {
     res.destroy(err instanceof Error ? err : undefined);
     return;
@@ -80,7 +75,6 @@ export function writeUpstreamHead(ctx: RequestContext, served: Served, success: 
     return;
   }
   const res = ctx.res;
-  if (res === undefined) return;
   const upgrade = ex.status === 101;
   ctx.status = ex.status;
   const cfg = ctx.handler.cfg;
@@ -147,12 +141,30 @@ function pump(compressor: Gzip | Deflate, res: InboundResponse): void {
   compressor.once('error', (err) => res.destroy(err));
 }
 
-/** A 101 from upstream: splice the two sockets together for the life of the connection. */
+/**
+ * How long one side of a tunnel may stay open after the other closed: it was sent our FIN and its
+ * pending bytes; a peer that never closes is then cut.
+ */
+const TUNNEL_CLOSE_GRACE_MS = 5000;
+
+/**
+ * A 101 from upstream: the client connection leaves the HTTP server and the two sockets are
+ * spliced for as long as both stay up. A FIN is passed on (half-close: the other direction keeps
+ * flowing); a side that closed after its FIN ends the other gracefully, a side that failed or was
+ * cut destroys the other. No idle limit: a quiet WebSocket is a normal WebSocket (as in Linkerd).
+ */
 function tunnel(ctx: RequestContext, served: Served): void {
-  const up = served.attempt.exchange.socket;
-  const down = ctx.socket;
   const ex = served.attempt.exchange;
-  if (up === undefined || down === undefined) return;
+  const up = ex.socket as Socket;
+  const early = ctx.res.takeSocket();
+  if (early === undefined) {
+    // The client is gone, or the request body was not all read: no tunnel.
+    up.destroy();
+    ctx.res.destroy();
+    ctx.finish(0, false);
+    return;
+  }
+  const down = ctx.req.socket;
   ctx.status = ex.status;
   let head = `HTTP/1.1 ${ex.status} ${statusText(ex.status)}\r\n`;
   for (const [k, v] of Object.entries(ex.headers)) {
@@ -160,17 +172,30 @@ function tunnel(ctx: RequestContext, served: Served): void {
     for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${one}\r\n`;
   }
   down.write(head + '\r\n');
-  if (ctx.upgradeHead !== undefined && ctx.upgradeHead.length > 0) up.write(ctx.upgradeHead);
+  if (early.length > 0) up.write(early);
   up.pipe(down);
   down.pipe(up);
-  const close = (): void => {
+  let open = 2;
+  const closed = (other: Socket) => (): void => {
+    if (--open === 0) ctx.finish(101, true);
+    if (other.destroyed) return;
+    const self = other === up ? down : up;
+    if (!self.readableEnded) {
+      // Reset or destroyed without a FIN: nothing more can be exchanged.
+      other.destroy();
+      return;
+    }
+    other.end();
+    other.setTimeout(TUNNEL_CLOSE_GRACE_MS, () => other.destroy());
+  };
+  const fail = (): void => {
     up.destroy();
     down.destroy();
   };
-  up.once('error', close);
-  down.once('error', close);
-  up.once('close', close);
-  down.once('close', close);
+  up.on('error', fail);
+  down.once('error', fail);
+  up.once('close', closed(down));
+  down.once('close', closed(up));
 }
 
 /**

@@ -8,6 +8,7 @@ import type { BalancerNode } from '../../service/balancer/types.js';
 import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
 import { H1Pool } from '../../protocol/http/h1-pool.js';
+import { PrxError } from '../../core/errors.js';
 
 /** How connections to one endpoint are made and kept (client params, resolved). */
 export interface EndpointOptions {
@@ -24,6 +25,8 @@ export interface EndpointOptions {
   readonly maxHeaderBytes: number;
   readonly responseBody: ResponseBodyLimits;
   readonly connectTimeoutMs: number;
+  /** `responseIdleTimeoutMs`: how long a due response may go without an upstream byte (0: no limit). */
+  readonly responseIdleTimeoutMs: number;
   readonly tls: EndpointTls | undefined;
   readonly accrual: FailureAccrualPolicyFactory;
 }
@@ -59,6 +62,18 @@ export function isReplayable(out: OutboundRequest): boolean {
 }
 
 /**
+ * The client went away (reset, or ended its side before any answer began) or stopped sending its
+ * body while its request was in flight: the upstream work is cancelled (Finagle's
+ * CancelledRequestException). Counted under `failures/RequestCancelledError` in the client and
+ * service stats, but never against the endpoint: failure accrual and the balancer ignore it.
+ */
+export class RequestCancelledError extends PrxError {
+  constructor() {
+    super('PRX_ERR_REQUEST_CANCELLED', 'request cancelled: the client went away');
+  }
+}
+
+/**
  * The request's current upstream exchange, so a timeout or the client going away can abort it.
  * One per inbound request, reused across attempts.
  */
@@ -86,8 +101,10 @@ export class Endpoint implements BalancerNode {
   readonly accrual: FailureAccrualState;
   /** Plain-HTTP endpoints: the lean client (upgrades still take an undici connection). */
   readonly #h1: H1Pool | undefined;
-  /** TLS endpoints, and upgrade requests: undici, made on first use. */
+  /** TLS endpoints: undici, made on first use. */
   #pool: Undici.Pool | undefined;
+  /** Upgrade requests in flight, each on a client of its own (see {@link Endpoint.dispatch}). */
+  readonly #upgrades = new Set<Undici.Client>();
   readonly #opts: EndpointOptions;
   #closed = false;
   /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
@@ -124,6 +141,7 @@ export class Endpoint implements BalancerNode {
             lifeTimeMs: opts.lifeTimeMs,
             maxHeaderBytes: opts.maxHeaderBytes,
             connectTimeoutMs: opts.connectTimeoutMs,
+            responseIdleTimeoutMs: opts.responseIdleTimeoutMs,
           })
         : undefined;
   }
@@ -131,17 +149,30 @@ export class Endpoint implements BalancerNode {
   #undici(): Undici.Pool {
     if (this.#pool !== undefined) return this.#pool;
     const opts = this.#opts;
-    const scheme = opts.tls === undefined ? 'http' : 'https';
-    this.#pool = new (undici().Pool)(`${scheme}://${this.key}`, {
+    this.#pool = new (undici().Pool)(this.#origin(), {
+      ...this.#undiciOptions(),
       connections: opts.maxConnections,
+      clientTtl: opts.lifeTimeMs,
+    });
+    return this.#pool;
+  }
+
+  #origin(): string {
+    return `${this.#opts.tls === undefined ? 'http' : 'https'}://${this.key}`;
+  }
+
+  /** What undici's pool and an upgrade's own client share. */
+  #undiciOptions(): Undici.Client.Options {
+    const opts = this.#opts;
+    return {
       pipelining: 1,
       // undici has no minSize: every connection is subject to both idle times.
       keepAliveTimeout: opts.sessionIdleTimeMs === null ? opts.keepAliveTimeoutMs : Math.min(opts.keepAliveTimeoutMs, opts.sessionIdleTimeMs),
       keepAliveMaxTimeout: opts.keepAliveMaxTimeoutMs,
-      clientTtl: opts.lifeTimeMs,
       maxHeaderSize: opts.maxHeaderBytes,
-      headersTimeout: 0,
-      bodyTimeout: 0,
+      // undici's own idle timers: to the response head, and between body chunks.
+      headersTimeout: opts.responseIdleTimeoutMs,
+      bodyTimeout: opts.responseIdleTimeoutMs,
       connect: {
         timeout: opts.connectTimeoutMs,
         ...(opts.tls === undefined
@@ -152,8 +183,7 @@ export class Endpoint implements BalancerNode {
               ...(opts.tls.ca === undefined ? {} : { ca: opts.tls.ca }),
             }),
       },
-    });
-    return this.#pool;
+    };
   }
 
   get available(): boolean {
@@ -197,10 +227,10 @@ export class Endpoint implements BalancerNode {
 
   /** Sends `req`; the exchange's `head` settles with the response head or the failure. */
   dispatch(req: OutboundRequest): UpstreamExchange {
-    const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
     this.load++;
     const h1 = this.#h1;
     if (h1 !== undefined && req.upgrade === null) {
+      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
       h1.dispatch(req, ex);
       return ex;
     }
@@ -216,7 +246,22 @@ export class Endpoint implements BalancerNode {
     };
     const servername = this.#opts.tls?.servername;
     if (servername !== undefined) options.servername = servername;
-    this.#undici().dispatch(options, ex);
+    if (req.upgrade === null) {
+      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
+      this.#undici().dispatch(options, ex);
+      return ex;
+    }
+    // An upgrade's connection is never reused (a 101 takes it, a refusal closes it), and a pool
+    // whose upgrade request was aborted opens a spare connection at once: a client of its own,
+    // destroyed when the exchange ends, leaves nothing behind.
+    const client = new (undici().Client)(this.#origin(), this.#undiciOptions());
+    this.#upgrades.add(client);
+    const ex = new UpstreamExchange(this.#opts.responseBody, () => {
+      this.load--;
+      this.#upgrades.delete(client);
+      void client.destroy().catch(() => undefined);
+    });
+    client.dispatch(options, ex);
     return ex;
   }
 
@@ -230,6 +275,7 @@ export class Endpoint implements BalancerNode {
   /** Closes every connection now, failing in-flight requests. */
   destroy(): Promise<void> {
     this.#closed = true;
-    return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined)]).then(() => undefined);
+    const upgrades = [...this.#upgrades].map((c) => c.destroy().catch(() => undefined));
+    return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined), ...upgrades]).then(() => undefined);
   }
 }

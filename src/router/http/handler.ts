@@ -29,8 +29,7 @@ interface ServerCounters {
   readonly statuses: StatusCodeCounters;
 }
 
-/** How long a request head may take to arrive, and an idle keep-alive connection may stay (Node's defaults). */
-const HEADERS_TIMEOUT_MS = 60_000;
+/** How long an idle keep-alive connection may stay (Node's default). */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 /**
@@ -63,7 +62,8 @@ export class HttpServerHandler implements ServerCallbacks {
       maxInitialLineBytes: rc.maxInitialLineKB * 1024,
       maxHeaderBytes: rc.maxHeadersKB * 1024,
       maxChunkBytes: rc.maxChunkKB * 1024,
-      headersTimeoutMs: HEADERS_TIMEOUT_MS,
+      headersTimeoutMs: cfg.requestHeadTimeoutMs,
+      bodyIdleTimeoutMs: cfg.requestBodyIdleTimeoutMs,
       keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
     };
     const fwd = cfg.addForwardedHeader;
@@ -122,12 +122,6 @@ export class HttpServerHandler implements ServerCallbacks {
 
   request(req: InboundRequest, res: InboundResponse): void {
     const ctx = new RequestContext(this, req, res);
-    this.#begin();
-    void this.#serve(ctx);
-  }
-
-  upgrade(req: InboundRequest, socket: Socket, head: Buffer): void {
-    const ctx = RequestContext.forUpgrade(this, req, socket, head);
     this.#begin();
     void this.#serve(ctx);
   }
@@ -198,8 +192,8 @@ export class HttpServerHandler implements ServerCallbacks {
         await answerDiagnostic(ctx, svc, diagnostic === 'answerWithContext');
         return;
       }
-      const handle = new AttemptHandle();
-      ctx.handle = handle;
+      // The client may already have gone (the context then holds a cancelled handle).
+      const handle = (ctx.handle ??= new AttemptHandle());
       const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.req.chunked, ctx.started);
       ctx.served = served;
       const ok = served.responseClass === 'success';
@@ -208,7 +202,7 @@ export class HttpServerHandler implements ServerCallbacks {
       else writeUpstreamHead(ctx, served, ok);
     } catch (err) {
       // A response head that could not be written (node refused a header): free its connection.
-      if (ctx.served !== undefined && ctx.res?.headersSent === false) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
+      if (ctx.served !== undefined && !ctx.res.headersSent) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
       ctx.service?.record(false, performance.now() - ctx.started, err);
       const e = renderProxyError(ctx, err);
       writeErrorResponse(ctx, e);

@@ -1,4 +1,3 @@
-import type { Duplex } from 'node:stream';
 import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1-server.js';
 import { RequestBodyTooLargeError } from '../../protocol/http/h1-server-request.js';
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
@@ -8,7 +7,7 @@ import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError, Routin
 import { appendViaToRequest, checkCallDepth } from '../../protocol/http/headers/via.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
-import type { OutboundRequest, AttemptHandle } from './endpoint.js';
+import { AttemptHandle, RequestCancelledError, type OutboundRequest } from './endpoint.js';
 import type { HttpServerHandler } from './handler.js';
 import type { PathService, Served } from './path-service.js';
 import { writeErrorResponse } from './egress.js';
@@ -29,11 +28,6 @@ export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'ro
 const ANSWERED: IngressResult = Object.freeze({ kind: 'answered' });
 const ROUTED: IngressResult = Object.freeze({ kind: 'routed' });
 
-function onUpgradeSocketClose(this: Duplex & { context?: RequestContext }): void {
-  const ctx = this.context;
-  if (ctx !== undefined) ctx.finish(ctx.status, ctx.status === 101);
-}
-
 /**
  * Everything one inbound request carries through the router: the outbound request being built,
  * body replay state, the chosen service and attempt, and completion bookkeeping.
@@ -41,10 +35,7 @@ function onUpgradeSocketClose(this: Duplex & { context?: RequestContext }): void
 export class RequestContext implements ResponseOwner {
   readonly handler: HttpServerHandler;
   readonly req: InboundRequest;
-  readonly res: InboundResponse | undefined;
-  /** Upgrade requests: the raw client socket and the bytes read past the head. */
-  readonly socket: Duplex | undefined;
-  readonly upgradeHead: Buffer | undefined;
+  readonly res: InboundResponse;
   readonly started = performance.now();
   readonly bindDeadline: number;
   readonly out: OutboundRequest;
@@ -64,12 +55,10 @@ export class RequestContext implements ResponseOwner {
   /** The response class to complete with once the forwarded response has been written out. */
   #successOnFinish = false;
 
-  constructor(handler: HttpServerHandler, req: InboundRequest, res: InboundResponse | undefined, socket?: Duplex, head?: Buffer) {
+  constructor(handler: HttpServerHandler, req: InboundRequest, res: InboundResponse) {
     this.handler = handler;
     this.req = req;
     this.res = res;
-    this.socket = socket;
-    this.upgradeHead = head;
     this.bindDeadline = Date.now() + handler.router.cfg.bindingTimeoutMs;
     this.out = {
       method: req.method,
@@ -79,21 +68,18 @@ export class RequestContext implements ResponseOwner {
       upgrade: null,
       clientCert: undefined,
     };
-    if (res !== undefined) res.owner = this;
+    res.owner = this;
   }
 
-  static forUpgrade(handler: HttpServerHandler, req: InboundRequest, socket: Duplex, head: Buffer): RequestContext {
-    const ctx = new RequestContext(handler, req, undefined, socket, head);
-    (socket as Duplex & { context?: RequestContext }).context = ctx;
-    socket.once('close', onUpgradeSocketClose);
-    return ctx;
-  }
-
-  /** The response is over: complete the request, aborting the upstream side when the client left early. */
+  /**
+   * The response is over: complete the request; when the client left first, cancel the upstream
+   * work (no further attempt starts, the exchange in flight is aborted and its connection closed).
+   */
   responseClosed(): void {
-    const res = this.res as InboundResponse;
+    const res = this.res;
     if (!res.writableFinished) {
-      this.handle?.abort(new Error('client closed the connection'), true);
+      // Gone before routing reached its first attempt: the handle made here stops it at once.
+      (this.handle ??= new AttemptHandle()).abort(new RequestCancelledError(), true);
       this.finish(this.status, false);
       return;
     }
@@ -142,7 +128,7 @@ export class RequestContext implements ResponseOwner {
     try {
       // The client's hop-by-hop list applies to the client's headers only: stripped before prx
       // adds its own, so `Connection: prx-dst-service` (or `via`, `forwarded`…) cannot remove them.
-      const upgrading = this.socket !== undefined;
+      const upgrading = req.upgrade;
       stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
       // as Linkerd's ProxyRewriteFilter does, before anything reads the URI.

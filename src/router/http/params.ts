@@ -18,6 +18,8 @@ const INT32_MAX = 2147483647;
 /** Keep-alive when the config says "forever": undici still honours the server's own timeout hint. */
 const FOREVER_KEEPALIVE_MS = 600_000;
 const CONNECT_TIMEOUT_MS = 10_000;
+/** `responseIdleTimeoutMs` when not configured: Envoy's stream idle time; long polls fit under it. */
+export const RESPONSE_IDLE_TIMEOUT_MS = 300_000;
 
 /** Client parameters a router reads per client id besides what the connection pool needs. */
 export interface ResolvedClient {
@@ -36,6 +38,7 @@ interface RawClientParams {
   requestAttemptTimeoutMs?: number;
   clientSession: { idleTimeMs?: number; lifeTimeMs?: number };
   forwardClientCert: boolean;
+  responseIdleTimeoutMs?: number;
 }
 
 interface RawServiceParams {
@@ -89,6 +92,7 @@ export class HttpParams {
           maxHeaderBytes: this.#limits.maxHeaderBytes,
           responseBody: this.#limits.responseBody,
           connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          responseIdleTimeoutMs: p.responseIdleTimeoutMs ?? RESPONSE_IDLE_TIMEOUT_MS,
           tls: clientTls(p.tls, vars, id),
           accrual: accrualFromConfig(p.failureAccrual),
         },

@@ -14,6 +14,7 @@ import {
   choice,
   filePath,
   addIssue,
+  durationMs,
 } from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';
@@ -31,6 +32,10 @@ const engine = choice('kind', {
 
 export const httpServerSchema = z.strictObject({
   ...serverShape({ defaultPort: 4140 }),
+  // A request head must be complete this long after its first byte (408); 0: no limit.
+  requestHeadTimeoutMs: durationMs.default(60_000),
+  // A request body may go this long without a byte (408, or a cut once the answer began); 0: no limit.
+  requestBodyIdleTimeoutMs: durationMs.default(60_000),
   addForwardedHeader: forwardedHeaderConfig.optional(),
   timestampHeader: nonEmptyString.optional(),
   engine: engine.optional(),
@@ -50,7 +55,8 @@ export const httpRouterSchema = z.strictObject({
   ...routerBaseShape,
   protocol: z.literal('http'),
   servers: serverList(httpServerSchema),
-  client: clientPolicy({ engine: engine.optional() }),
+  // responseIdleTimeoutMs: a due response may go this long without an upstream byte (502, or a cut once it streams); 0: no limit.
+  client: clientPolicy({ engine: engine.optional(), responseIdleTimeoutMs: durationMs.optional() }),
   service: servicePolicy(),
   identifier: oneOrMany(kindSlot('identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),

@@ -98,6 +98,14 @@ export class FailureAccrualState {
     else if (s === 'probeClosed') this.#status = 'probeOpen';
   }
 
+  /**
+   * An admitted request ended without saying anything about the endpoint (the client cancelled it):
+   * neither a success nor a failure; a probe it was is reopened (Finagle's ignorable failures).
+   */
+  recordIgnored(): void {
+    if (this.status === 'probeClosed') this.#status = 'probeOpen';
+  }
+
   /** Back to alive with a fresh policy (e.g. the endpoint was re-added by discovery). */
   reset(): void {
     this.#policy.reset();
