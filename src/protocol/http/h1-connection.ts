@@ -4,12 +4,10 @@
  * content-length, chunked or close-delimited body into its exchange's handler.
  */
 import { connect, type Socket } from 'node:net';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
   UpstreamClosedError,
   UpstreamConnectTimeoutError,
-  UpstreamContentLengthError,
   UpstreamHeadersOverflowError,
   UpstreamIdleTimeoutError,
   UpstreamProtocolError,
@@ -18,8 +16,9 @@ import {
   type ExchangeHandler,
   type H1Request,
 } from './h1-exchange.js';
-import { CHUNK_END, CONTROL, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, TOKEN, bodyless, trimOws, writeChunk } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, bareLineBreak, isControl, parseChunkSize, statusDigits, validFieldLine } from './h1-framing.js';
+import { CHUNK_END, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from './h1-wire.js';
+import { CHUNK_LINE_BYTES, bareLineBreak, parseChunkSize, validFieldLine } from './h1-framing.js';
+import { ResponseHead, readResponseHead } from './h1-response-head.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -49,8 +48,6 @@ const CHUNK_DATA_END = 4;
 const TRAILERS = 5;
 const UNTIL_CLOSE = 6;
 const DONE = 7;
-const DIGITS = /^\d+$/;
-
 
 /**
  * One keep-alive connection. It is its exchange's controller: `pause` holds the unread bytes and
@@ -58,6 +55,7 @@ const DIGITS = /^\d+$/;
  */
 export class H1Connection implements ExchangeController {
   readonly #pool: ConnectionOwner;
+  readonly #responseHead = new ResponseHead();
   readonly #socket: Socket;
   readonly #born = Date.now();
   #connected = false;
@@ -468,73 +466,20 @@ export class H1Connection implements ExchangeController {
 
   /** Parses a response head (without its final CRLF CRLF) and sets up the body framing. */
   #head(text: string): void {
-    let eol = text.indexOf('\r\n');
-    if (eol < 0) eol = text.length;
-    // HTTP/1.x SSS[ reason]
-    const minor = text.charCodeAt(7) - 0x30;
-    if (eol < 12 || !text.startsWith('HTTP/1.') || !(minor >= 0 && minor <= 9) || text.charCodeAt(8) !== 0x20) throw new UpstreamProtocolError('Expected HTTP/');
-    const status = statusDigits(text, 9);
-    if (status < 100 || (eol > 12 && text.charCodeAt(12) !== 0x20)) throw new UpstreamProtocolError('Invalid status code');
-    // A bare LF in the reason phrase would hide the fields after it in the status line.
-    for (let i = 13; i < eol; i++) if (isControl(text.charCodeAt(i))) throw new UpstreamProtocolError('Invalid character in the reason phrase');
-    const headers: IncomingHttpHeaders = {};
-    const h = headers as Record<string, string | string[]>;
-    let contentLength = -1;
-    let chunked = false;
-    let transferEncoding = false;
-    let connection: string | undefined;
-    let keepAliveHint: string | undefined;
-    let pos = eol + 2;
-    while (pos < text.length) {
-      let end = text.indexOf('\r\n', pos);
-      if (end < 0) end = text.length;
-      const colon = text.indexOf(':', pos);
-      if (colon <= pos || colon > end) throw new UpstreamProtocolError('Invalid header token');
-      const rawName = text.slice(pos, colon);
-      if (!TOKEN.test(rawName)) throw new UpstreamProtocolError('Invalid header token');
-      const name = rawName.toLowerCase();
-      const value = trimOws(text, colon + 1, end);
-      if (CONTROL.test(value)) throw new UpstreamProtocolError('Invalid header value char');
-      pos = end + 2;
-      if (name === 'content-length') {
-        if (!DIGITS.test(value)) throw new UpstreamContentLengthError();
-        const n = Number(value);
-        // A repeat of the same length is one length (RFC 9110 §8.6, as Finagle reads it); another is a conflict.
-        if (contentLength >= 0) {
-          if (n !== contentLength) throw new UpstreamContentLengthError();
-          continue;
-        }
-        contentLength = n;
-      }
-      const prev = h[name];
-      if (prev === undefined) h[name] = value;
-      else if (typeof prev === 'string') h[name] = [prev, value];
-      else prev.push(value);
-      switch (name) {
-        case 'transfer-encoding':
-          transferEncoding = true;
-          chunked = /(?:^|,)\s*chunked\s*$/i.test(value);
-          break;
-        case 'connection':
-          connection = connection === undefined ? value : `${connection}, ${value}`;
-          break;
-        case 'keep-alive':
-          keepAliveHint = value;
-          break;
-      }
-    }
-    // Any Transfer-Encoding with a Content-Length is two framings of one body (RFC 9112 §6.3: an error).
-    if (transferEncoding && contentLength >= 0) throw new UpstreamContentLengthError();
-    if (status >= 100 && status < 200) {
+    const head = this.#responseHead;
+    readResponseHead(text, head);
+    const status = head.status;
+    if (status < 200) {
       // Informational (100 Continue, 103 Early Hints): the real response follows.
       if (status === 101) throw new UpstreamProtocolError('unexpected 101 Switching Protocols');
       return;
     }
-    const conn = connection?.toLowerCase();
-    this.#keepAlive = minor === 1 ? conn === undefined || !conn.includes('close') : conn !== undefined && conn.includes('keep-alive');
-    if (keepAliveHint !== undefined) this.#applyKeepAliveHint(keepAliveHint);
+    const conn = head.connection?.toLowerCase();
+    this.#keepAlive = head.minor === 1 ? conn === undefined || !conn.includes('close') : conn !== undefined && conn.includes('keep-alive');
+    if (head.keepAliveHint !== undefined) this.#applyKeepAliveHint(head.keepAliveHint);
+    const contentLength = head.contentLength;
     if (bodyless(this.#method, status)) this.#state = DONE;
-    else if (chunked) this.#state = CHUNK_SIZE;
+    else if (head.chunked) this.#state = CHUNK_SIZE;
     else if (contentLength >= 0) {
       this.#remaining = contentLength;
       this.#state = contentLength === 0 ? DONE : FIXED;
@@ -542,7 +487,7 @@ export class H1Connection implements ExchangeController {
       this.#state = UNTIL_CLOSE;
       this.#keepAlive = false;
     }
-    this.#handler?.onResponseStart(this, status, headers);
+    this.#handler?.onResponseStart(this, status, head.headers);
   }
 }
 
