@@ -8,13 +8,14 @@
  * Timeouts use the socket's one idle timer, re-armed only when the connection changes phase: the
  * keep-alive idle time between requests, the head's deadline while a head arrives in pieces, the
  * body's idle time while a body is awaited. A client that ends its side after a complete request
- * and before any answer has begun has given up (as nginx reads it): the connection is closed and
+ * and before its answer is all out has given up (as nginx reads it): the connection is closed and
  * the response's owner hears of a cut-off response, which cancels the upstream work.
  */
 import type { Socket } from 'node:net';
 import {
   HeadersTimeoutError,
   MalformedRequestError,
+  RefusedRequestError,
   RequestHeadError,
   checkPartialHead,
   parseRequestHead,
@@ -31,7 +32,7 @@ export interface ServerCallbacks {
   connection(socket: Socket): void;
   request(req: InboundRequest, res: InboundResponse): void;
   /** A request refused before it reached the router: answer it on the socket and end it. */
-  rejected(err: RequestHeadError, socket: Socket): void;
+  rejected(err: RefusedRequestError, socket: Socket): void;
 }
 
 export interface ServerConnectionOptions extends HeadLimits {
@@ -178,7 +179,7 @@ export class ServerConnection implements BodySource, ResponseHost {
         } else break;
       }
     } catch (err) {
-      this.#fatal(err instanceof RequestHeadError ? err : new MalformedRequestError(err instanceof Error ? err.message : String(err)));
+      this.#fatal(err instanceof RefusedRequestError ? err : new MalformedRequestError(err instanceof Error ? err.message : String(err)));
     } finally {
       this.#processing = false;
     }
@@ -331,7 +332,7 @@ export class ServerConnection implements BodySource, ResponseHost {
   }
 
   /** A request that cannot be read on: answered (when no response has begun) and the connection ends. */
-  #fatal(err: RequestHeadError): void {
+  #fatal(err: RefusedRequestError): void {
     const req = this.#req;
     const res = this.#res;
     req?.fail(err);
@@ -403,8 +404,10 @@ export class ServerConnection implements BodySource, ResponseHost {
       return;
     }
     if (!req.complete) req.fail();
-    // The whole request is in and no answer has begun: the client gave up waiting.
-    else if (this.#res?.headersSent === false) this.socket.destroy();
+    // The whole request is in and its answer is not all out: the client gave up waiting. A
+    // response still flowing would notice at its next write, but one whose upstream went quiet
+    // mid-body would hold both connections until an idle timeout.
+    else if (this.#res?.writableFinished === false) this.socket.destroy();
   }
 
   /** Re-arms the socket's idle timer for `phase` (0 ms: no timer). */

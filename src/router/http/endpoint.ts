@@ -116,10 +116,14 @@ export class Endpoint implements BalancerNode {
   readonly #onBodySucceeded: ((e: Endpoint) => void) | undefined;
   readonly #onDone = (ex: UpstreamExchange): void => {
     this.load--;
-    if (ex.successPending && ex.error === undefined) {
-      ex.successPending = false;
-      this.#onBodySucceeded?.(this);
-    }
+    if (!ex.successPending) return;
+    ex.successPending = false;
+    // A complete body confirms the success counted at its head. One ended for a reason that is not
+    // the endpoint's (the client left, its head could not be written; the endpoint's own body
+    // failures are recorded before this) is ignored, which still releases a probe it held:
+    // otherwise a probing endpoint would wait for an outcome that never comes.
+    if (ex.error === undefined) this.#onBodySucceeded?.(this);
+    else this.accrual.recordIgnored();
   };
 
   constructor(address: Address, opts: EndpointOptions, onBodySucceeded?: (e: Endpoint) => void) {
@@ -256,8 +260,8 @@ export class Endpoint implements BalancerNode {
     // destroyed when the exchange ends, leaves nothing behind.
     const client = new (undici().Client)(this.#origin(), this.#undiciOptions());
     this.#upgrades.add(client);
-    const ex = new UpstreamExchange(this.#opts.responseBody, () => {
-      this.load--;
+    const ex = new UpstreamExchange(this.#opts.responseBody, (done) => {
+      this.#onDone(done);
       this.#upgrades.delete(client);
       void client.destroy().catch(() => undefined);
     });
