@@ -3,8 +3,8 @@ import { networkInterfaces } from 'node:os';
 
 /**
  * Listeners of this process that routing must not reach: the admin interface (unless
- * `admin.allowProxiedAccess`). The process adds them; a router's clients ask, for every request,
- * whether the endpoint they picked is one of them. A dtab (the config's or a request's `prx-dtab`)
+ * `admin.allowProxiedAccess`). The process adds them; a router's clients leave every bound
+ * address that is one of them out of their balancer. A dtab (the config's or a request's `prx-dtab`)
  * could otherwise send `POST /admin/shutdown` through the data plane.
  *
  * An endpoint is such a listener when its port is the listener's and its host reaches the

@@ -5,7 +5,11 @@
 // prx-dtab) cannot route a request to the proxy's own admin listener unless
 // admin.allowProxiedAccess says so: 403 with prx-err, before any connection.
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { request as undiciRequest } from 'undici';
 import type { Admin } from '../../src/admin/index.js';
 import { ConfigError, validateProxyConfig } from '../../src/config/index.js';
 import { request, startAdmin, quietLogs } from '../admin/helpers.js';
@@ -123,6 +127,29 @@ describe('routing to the proxy\'s own admin', () => {
     }
     const ok = await throughRouter(routerPort, backend.port, '/');
     assert.equal(ok.status, 200, 'other names route as before');
+  });
+
+  test('an address set holding the admin next to a real backend routes every request to the backend', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prx-admin-mixed-'));
+    const [a, r] = [await freePort(), await freePort()];
+    writeFileSync(join(dir, 'mixed'), `127.0.0.1 ${a}\n127.0.0.1 ${backend.port}\n`);
+    const mixed = await start({
+      admin: { port: a },
+      namers: [{ kind: 'io.prx.fs', rootDir: dir }],
+      routers: [{ protocol: 'http', label: 'mixed', servers: [{ port: r }], dtab: '/svc=>/#/io.prx.fs' }],
+    });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const res = await undiciRequest(`http://127.0.0.1:${r}/`, { headers: { host: 'mixed' } });
+        await res.body.text();
+        statuses.push(res.statusCode);
+      }
+      assert.deepEqual(new Set(statuses), new Set([200]), `statuses: ${statuses.join(',')}`);
+    } finally {
+      await mixed.proxy.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('admin.allowProxiedAccess: true lets the routers reach it; the key is validated', async () => {

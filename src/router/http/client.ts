@@ -184,6 +184,8 @@ export class HttpClient implements Closable {
 
   readonly #onClose: (() => void) | undefined;
   readonly #protected: ProtectedListeners | undefined;
+  /** An address of the bound set left out as the admin listener: what a request finding no endpoint is told. */
+  #refusedTarget: string | undefined;
 
   /**
    * `onClose` runs once the client is closed (its cache entry evicted): the owner's clean-up.
@@ -279,9 +281,11 @@ export class HttpClient implements Closable {
     for (let requeues = 0; ; requeues++) {
       if (handle.cancelled !== undefined) throw handle.cancelled;
       const endpoint = this.#balancer.pick();
-      if (endpoint === undefined) throw new NoBrokersAvailableError(this.id, `No hosts are available for client ${this.id}`);
-      // Refused before accrual and stats: the endpoint did nothing wrong, the routing did.
-      if (this.#protected?.covers(endpoint.address.host, endpoint.address.port) === true) throw new AdminTargetRefusedError(service, endpoint.key);
+      if (endpoint === undefined) {
+        // Refused before accrual and stats: no endpoint did anything wrong, the routing did.
+        if (this.#refusedTarget !== undefined) throw new AdminTargetRefusedError(service, this.#refusedTarget);
+        throw new NoBrokersAvailableError(this.id, `No hosts are available for client ${this.id}`);
+      }
       const probes = endpoint.accrual.probes;
       endpoint.accrual.tryAcquire();
       if (endpoint.accrual.probes !== probes) this.#probes.incr();
@@ -441,9 +445,17 @@ export class HttpClient implements Closable {
       return;
     }
     const next = new Map<string, Endpoint>();
+    this.#refusedTarget = undefined;
     if (addr.kind === 'bound') {
       for (const a of addr.addresses) {
         const key = addressKey(a);
+        // The process's own admin listener never joins the balancer: a request would otherwise
+        // be refused or served depending on which endpoint the balancer picked.
+        if (this.#protected?.covers(a.host, a.port) === true) {
+          if (this.#refusedTarget === undefined) this.#log.warn({ client: this.id, address: key }, 'address is this process\'s admin listener; not routed to (admin.allowProxiedAccess)');
+          this.#refusedTarget = key;
+          continue;
+        }
         const old = this.#endpoints.get(key);
         next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint, this.#bodySucceeded));
       }
