@@ -77,9 +77,6 @@ export const metricName = z.string().superRefine((text, ctx) => {
 /** A short identifier shown in admin paths (a resolver namespace): 1–128 characters. */
 export const shortName = z.string().min(1).max(MAX_NAME_CHARS);
 
-/** The longest dtab a config holds inline (characters); a larger one belongs in the resolver. */
-export const MAX_CONFIG_DTAB_CHARS = 100_000;
-
 /** A file-system path (certificates, dtab files): a non-empty string, not checked for existence. */
 export const filePath = nonEmptyString;
 
@@ -111,11 +108,8 @@ export const pathText = z.string().transform((text, ctx) => {
 });
 
 /** A delegation table in text form, normalized to its canonical form (`/a=>/b;/c=>/d`). */
+// Its size is bounded like any config string (config/bounds.ts) and like every dtab (naming/limits.ts).
 export const dtabText = z.string().transform((text, ctx) => {
-  if (text.length > MAX_CONFIG_DTAB_CHARS) {
-    addIssue(ctx, [], `invalid dtab: ${text.length} characters, more than the ${MAX_CONFIG_DTAB_CHARS} a config may hold`, { value: text });
-    return z.NEVER;
-  }
   try {
     // A config dtab is often a YAML block of many lines: errors name the line and column.
     return readDtab(text, { located: true }).show;
