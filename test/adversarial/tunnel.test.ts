@@ -49,7 +49,7 @@ describe('adversarial: upgrades and tunnels', () => {
       const url = req.url ?? '/';
       const refusal = REFUSALS[url];
       // Like most servers, the backend closes once the proxy does (its sockets are half-open capable).
-      if (url !== '/echo') socket.on('end', () => socket.destroy());
+      if (url !== '/echo' && url !== '/ignore-fin') socket.on('end', () => socket.destroy());
       if (refusal !== undefined) {
         socket.write(refusal.wire);
         return;
@@ -64,6 +64,8 @@ describe('adversarial: upgrades and tunnels', () => {
         socket.end(Buffer.alloc(BURST, 'x'));
         return;
       }
+      // /ignore-fin: holds the tunnel open and silent whatever the client does.
+      if (url === '/ignore-fin') return;
       // /echo: echoes upper-cased; after the client's FIN it still sends a last word, then closes.
       socket.on('data', (d: Buffer) => socket.write(d.toString('latin1').toUpperCase()));
       socket.on('end', () => setTimeout(() => socket.end('BYE'), 50));
@@ -162,6 +164,23 @@ describe('adversarial: upgrades and tunnels', () => {
     s.destroy();
     await settled();
     await until(() => openFds() <= baseline, 3000, `descriptors back to ${baseline} (now ${openFds()})`);
+  });
+
+  it('a client FIN that the backend ignores, silent, still ends the tunnel (both of its sockets) once it has gone quiet', async () => {
+    const s = await openSocket(target);
+    s.on('error', () => {});
+    s.write(upgradeRequest('/ignore-fin'));
+    let text = '';
+    s.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    await until(() => text.includes('\r\n\r\n') && held.size === 1, 3000, 'the tunnel');
+    const open = openFds();
+    s.end();
+    // The half-closed tunnel's quiet limit is 5 s: then the router closes its two sockets (the
+    // backend, which ignores the FIN, keeps its own end half-open; the client's is ours).
+    await until(() => openFds() <= open - 2, 9000, `the router to close both sides of the tunnel (${openFds()} of ${open} descriptors open)`);
+    s.destroy();
+    for (const h of held) h.destroy();
+    await settled();
   });
 
   it('a client reset cuts the backend side of the tunnel', async () => {

@@ -11,14 +11,20 @@ import { CONTROL, TOKEN, trimOws } from './h1-wire.js';
 import { bareLineBreak } from './h1-framing.js';
 import { isManagedHeaderName } from './headers/names.js';
 
-/** A request head the server refuses; `status` is what the client is answered with. */
-export class RequestHeadError extends PrxError {
+/**
+ * A request the server refuses before it is routed (its head, or a body that stopped coming);
+ * `status` is what the client is answered with, and the connection then closes.
+ */
+export class RefusedRequestError extends PrxError {
   readonly status: number;
   constructor(code: string, status: number, message: string) {
     super(code, message);
     this.status = status;
   }
 }
+
+/** A request head the server refuses. */
+export class RequestHeadError extends RefusedRequestError {}
 
 export class MalformedRequestError extends RequestHeadError {
   constructor(detail: string) {
@@ -94,7 +100,7 @@ export interface RequestHead {
   readonly contentLength: number;
   readonly chunked: boolean;
   readonly keepAlive: boolean;
-  /** `Connection: upgrade` with an `Upgrade` header: the connection is handed over after the head. */
+  /** `Connection: upgrade` with an `Upgrade` header: the connection is handed over if the answer is a 101. */
   readonly upgrade: boolean;
   readonly expectContinue: boolean;
 }

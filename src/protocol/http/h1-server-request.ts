@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { PrxError } from '../../core/errors.js';
-import { RequestHeadError, type RequestHead } from './h1-request-head.js';
+import { RefusedRequestError, type RequestHead } from './h1-request-head.js';
 
 /** Held body bytes past which the connection stops reading until the body is claimed. */
 const HOLD_BYTES = 64 * 1024;
@@ -24,7 +24,7 @@ export class RequestBodyAbortedError extends PrxError {
  * No request body byte arrived for `requestBodyIdleTimeoutMs` while the server was reading: a 408
  * when no response has begun, else the connection is cut.
  */
-export class RequestBodyTimeoutError extends RequestHeadError {
+export class RequestBodyTimeoutError extends RefusedRequestError {
   constructor(ms: number) {
     super('PRX_ERR_REQUEST_BODY_TIMEOUT', 408, `no request body received for ${ms} ms`);
   }

@@ -11,7 +11,7 @@ import { ServerConnection, type ConnectionOwner, type ServerCallbacks, type Serv
 export type { ServerCallbacks, ServerConnectionOptions } from './h1-server-connection.js';
 export { InboundRequest } from './h1-server-request.js';
 export { InboundResponse, type ResponseOwner } from './h1-server-response.js';
-export { RequestHeadError } from './h1-request-head.js';
+export { RefusedRequestError, RequestHeadError } from './h1-request-head.js';
 
 export class H1Server implements ConnectionOwner {
   readonly opts: ServerConnectionOptions;

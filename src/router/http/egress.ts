@@ -143,7 +143,8 @@ function pump(compressor: Gzip | Deflate, res: InboundResponse): void {
 
 /**
  * How long one side of a tunnel may stay open after the other closed: it was sent our FIN and its
- * pending bytes; a peer that never closes is then cut.
+ * pending bytes; a peer that never closes is then cut. (Our sockets do not stay half-open: a FIN
+ * received closes the side that got it once its writes are out, which starts this.)
  */
 const TUNNEL_CLOSE_GRACE_MS = 5000;
 
@@ -198,10 +199,7 @@ function tunnel(ctx: RequestContext, served: Served): void {
   down.once('close', closed(up));
 }
 
-/**
- * Answers a proxy error on a socket no response object owns (a malformed request, an upgrade
- * request) and closes it.
- */
+/** Answers a proxy error on a socket no response object owns (a malformed request) and closes it. */
 export function writeRawError(socket: Duplex, err: ProxyErrorResponse, maxHeadersKB: number): void {
   endRawSocket(socket, renderError(err, { maxHeadersKB }));
 }
