@@ -123,7 +123,8 @@ class ConstVar<T> extends Var<T> {
 /** Shared machinery: an observer set, a current value and optional lazy start/stop. */
 class ObservableVar<T> extends Var<T> {
   protected value: T | typeof UNSET;
-  #observers: Observer<T>[] = [];
+  // A set: removal is O(1), and one var may have thousands of observers (a wide binding).
+  readonly #observers = new Set<Observer<T>>();
 
   constructor(initial: T | typeof UNSET) {
     super();
@@ -131,7 +132,7 @@ class ObservableVar<T> extends Var<T> {
   }
 
   protected get observerCount(): number {
-    return this.#observers.length;
+    return this.#observers.size;
   }
 
   protected onFirstObserver(): void {}
@@ -139,23 +140,21 @@ class ObservableVar<T> extends Var<T> {
 
   observe(f: (v: T) => void): Closable {
     const o: Observer<T> = { f, closed: false };
-    if (this.#observers.length === 0) this.onFirstObserver();
-    this.#observers.push(o);
+    if (this.#observers.size === 0) this.onFirstObserver();
+    this.#observers.add(o);
     if (this.value !== UNSET) f(this.value);
     return {
       close: () => {
         if (o.closed) return;
         o.closed = true;
-        const i = this.#observers.indexOf(o);
-        if (i >= 0) this.#observers.splice(i, 1);
-        if (this.#observers.length === 0) this.onLastObserverGone();
+        if (this.#observers.delete(o) && this.#observers.size === 0) this.onLastObserverGone();
       },
     };
   }
 
   protected publish(v: T): void {
     this.value = v;
-    const snapshot = this.#observers.slice();
+    const snapshot = [...this.#observers];
     for (const o of snapshot) if (!o.closed) o.f(v);
   }
 }
