@@ -3,7 +3,7 @@ import { PrxError } from '../../core/errors.js';
 import { addressKey, type Addr, type BoundName, type Closable } from '../../naming/index.js';
 import type { Balancer, BalancerFactory } from '../../service/balancer/types.js';
 import { RetryBudget } from '../../service/policy/index.js';
-import { clientServiceStats, StatusCodeCounters, type Counter, type Histogram, type StatsReceiver } from '../../service/stats/index.js';
+import { clientServiceStats, StatusCodeCounters, type Counter, type StatsReceiver } from '../../service/stats/index.js';
 import { ExceptionCounters, transportError } from '../../service/stats/exception-stats.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { AdminTargetRefusedError, ProxyError } from '../../protocol/http/headers/proxy-errors.js';
@@ -11,6 +11,7 @@ import type { ProtectedListeners } from '../protected-listeners.js';
 import { NoBrokersAvailableError } from '../binding.js';
 import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
 import { LoadBalancerStats } from './balancer-stats.js';
+import { clientCounters, type ClientCounters } from './client-counters.js';
 
 /** Connection to an endpoint failed before any response (refused, reset, unreachable, timed out). */
 export class ConnectionFailedError extends PrxError {
@@ -139,14 +140,6 @@ export interface Attempt {
   readonly started: number;
 }
 
-interface ClientCounters {
-  readonly requests: Counter;
-  readonly success: Counter;
-  readonly failures: Counter;
-  readonly failureClasses: ExceptionCounters;
-  readonly latency: Histogram;
-}
-
 /**
  * The client of one concrete destination (a bound id such as `/#/io.prx.fs/cat`): a load
  * balancer over the live endpoints of its address set, with connection-level requeues under a
@@ -200,7 +193,7 @@ export class HttpClient implements Closable {
     this.#log = log;
     this.#balancer = params.balancer<Endpoint>();
     this.#requeueBudget = new RetryBudget(params.requeueBudget);
-    this.#counters = counters(stats);
+    this.#counters = clientCounters(stats);
     this.#statuses = new StatusCodeCounters(stats);
     this.#requeues = stats.counter('retries', 'requeues');
     this.#exn = new ExceptionCounters(stats, 'exn');
@@ -486,19 +479,9 @@ export class HttpClient implements Closable {
   #serviceCounters(service: string): ClientCounters {
     let c = this.#perService.get(service);
     if (c === undefined) {
-      c = counters(clientServiceStats(this.#stats, service));
+      c = clientCounters(clientServiceStats(this.#stats, service));
       this.#perService.set(service, c);
     }
     return c;
   }
-}
-
-function counters(stats: StatsReceiver): ClientCounters {
-  return {
-    requests: stats.counter('requests'),
-    success: stats.counter('success'),
-    failures: stats.counter('failures'),
-    failureClasses: new ExceptionCounters(stats),
-    latency: stats.stat('request_latency_ms'),
-  };
 }
