@@ -127,6 +127,25 @@ targets.forEach(([, t], i) => {
   t.peak = { fds: 0, rssMiB: 0 };
 });
 
+// V8's heap as each admin reports it: what RSS that stays up is made of (a heap kept committed
+// while traffic continues, or live objects).
+const heapLine = async (): Promise<string> => {
+  const parts = await Promise.all(
+    targets.map(async ([w], i) => {
+      const a = await httpCall({ port: [p.prxAdmin, p.resolverAdmin][i]!, path: '/admin/metrics.json', timeoutMs: 2000 });
+      try {
+        const m = JSON.parse(a.body) as Record<string, number>;
+        const mib = (k: string) => ((m[k] ?? NaN) / 1048576).toFixed(1);
+        return `${w.name} ${mib('process/mem/heap/used')} used of ${mib('process/mem/heap/total')} MiB`;
+      } catch {
+        return `${w.name} unknown`;
+      }
+    }),
+  );
+  return `V8 heap: ${parts.join('; ')}`;
+};
+log(`baseline ${await heapLine()}`);
+
 // The attack phase.
 log(`attacking for ${seconds} s: ${chosen.map((a) => a.name).join(' ')}`);
 const tally = new Tally();
@@ -179,6 +198,8 @@ for (;;) {
   if ((!pending && Date.now() - recoveryStart >= minimum) || Date.now() - recoveryStart >= num('recovery') * 1000) break;
   await sleep(Math.min(5000, recoveryStart + num('recovery') * 1000 - Date.now()));
 }
+
+log(`end of recovery ${await heapLine()}`);
 
 // Liveness is judged now, before the clean-up stops everything: alive, and answering its admin.
 const adminPorts = [p.prxAdmin, p.resolverAdmin];
