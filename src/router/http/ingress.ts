@@ -131,8 +131,9 @@ export class RequestContext implements ResponseOwner {
       const upgrading = req.upgrade;
       stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
       // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
-      // as Linkerd's ProxyRewriteFilter does, before anything reads the URI.
-      if (this.out.path.charCodeAt(0) !== 0x2f && this.out.method !== 'CONNECT' && URL.canParse(this.out.path)) {
+      // as Linkerd's ProxyRewriteFilter does, before anything reads the URI. The server let only
+      // origin-form, `*` (OPTIONS) and absolute-form it could parse through (CONNECT is a 405).
+      if (this.out.path.charCodeAt(0) !== 0x2f && this.out.path !== '*') {
         const u = new URL(this.out.path);
         this.out.path = `${u.pathname}${u.search}`;
         headers.host = u.host;
