@@ -240,7 +240,7 @@ class Reader {
     do {
       this.eatWhitespace();
       if (!this.#atEnd) {
-        if (dentries.length >= MAX_DTAB_DENTRIES) throw new DtabTooLargeError(`dtab too large: more than ${MAX_DTAB_DENTRIES} dentries`);
+        checkDentryCount(dentries.length + 1);
         dentries.push(this.parseDentry());
         this.eatWhitespace();
       }
@@ -283,6 +283,11 @@ export interface ReadDtabOptions {
    * (for dtabs from files and request bodies); otherwise the message is Finagle's.
    */
   located?: boolean;
+}
+
+/** Refuses a dtab of more than {@link MAX_DTAB_DENTRIES} dentries, whatever form it came in. */
+export function checkDentryCount(count: number): void {
+  if (count > MAX_DTAB_DENTRIES) throw new DtabTooLargeError(`dtab too large: more than ${MAX_DTAB_DENTRIES} dentries`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { errorMessage } from '../../core/errors.js';
-import { Dentry, Dtab, MAX_DTAB_DENTRIES, readDtab, readNameTree, readPrefix, showPathTree } from '../../naming/index.js';
+import { Dentry, Dtab, checkDentryCount, readDtab, readNameTree, readPrefix, showPathTree } from '../../naming/index.js';
 import { InvalidDtabBodyError } from '../errors.js';
 
 /**
@@ -31,7 +31,7 @@ export const jsonDtabCodec: DtabCodec = {
     if (!Array.isArray(parsed)) throw new InvalidDtabBodyError('Invalid JSON dtab: expected an array of dentries');
     // Linkerd's exact message for `[null]` and friends: the body is quoted back.
     if (parsed.some((entry) => entry === null)) throw new InvalidDtabBodyError(`The dtab contains invalid dentries: ${body}`);
-    if (parsed.length > MAX_DTAB_DENTRIES) throw new InvalidDtabBodyError(`dtab too large: more than ${MAX_DTAB_DENTRIES} dentries`);
+    checkDentryCount(parsed.length);
     return new Dtab(parsed.map((entry: unknown, i) => readJsonDentry(entry, i)));
   },
 };
