@@ -62,8 +62,8 @@ export class ViaStamp {
   seenInHeaders(headers: HeaderMap): boolean {
     const via = headers[VIA];
     if (via === undefined) return false;
-    if (typeof via === 'string') return via.includes(this.#mark);
-    return via.some((v) => v.includes(this.#mark));
+    if (typeof via === 'string') return this.seenIn(via);
+    return via.some((v) => this.seenIn(v));
   }
 }
 
