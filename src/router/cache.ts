@@ -5,6 +5,11 @@ export interface Closable {
   close(): void;
 }
 
+/** What a lease needs of its cache to discard its entry. */
+interface SlotOwner<V> {
+  discardIdle(key: string, slot: Slot<V>): void;
+}
+
 interface Slot<V> {
   readonly value: V;
   lastUsed: number;
@@ -16,15 +21,22 @@ interface Slot<V> {
 export interface Lease<V> {
   readonly value: V;
   release(): void;
+  /**
+   * Releases and, when no other request is using it, closes the entry now instead of keeping it:
+   * for values not worth their memory (a binding that failed on the request's own dtab, which a
+   * client can make unique per request).
+   */
+  discard(): void;
 }
 
 /**
  * One of a router's binding caches (Finagle `ServiceFactoryCache`): bounded by `capacity` and by
  * idleness. When full, the least recently used entry that no request is using is evicted; when
  * every entry is busy, the request gets a one-shot value that is closed after use. Entries idle
- * for `idleTtlMs` are closed by a sweep. Stats: `misses`, `evicts`, `oneshots`, `idle_expired`.
+ * for `idleTtlMs` are closed by a sweep; a lease may discard its entry at once. Stats: `misses`,
+ * `evicts`, `oneshots`, `idle_expired`, `discards`.
  */
-export class BindingCache<V extends Closable, A = undefined, B = undefined> {
+export class BindingCache<V extends Closable, A = undefined, B = undefined> implements SlotOwner<V> {
   readonly #slots = new Map<string, Slot<V>>();
   readonly #capacity: number;
   readonly #idleTtlMs: number;
@@ -34,6 +46,7 @@ export class BindingCache<V extends Closable, A = undefined, B = undefined> {
   readonly #evicts: Counter;
   readonly #oneshots: Counter;
   readonly #expired: Counter;
+  readonly #discards: Counter;
   #sweeper: NodeJS.Timeout | undefined;
 
   constructor(opts: {
@@ -54,6 +67,7 @@ export class BindingCache<V extends Closable, A = undefined, B = undefined> {
     this.#evicts = opts.stats.counter('evicts');
     this.#oneshots = opts.stats.counter('oneshots');
     this.#expired = opts.stats.counter('idle_expired');
+    this.#discards = opts.stats.counter('discards');
     opts.stats.gauge(['size'], () => this.#slots.size);
     const sweepMs = opts.sweepMs ?? Math.min(60_000, Math.max(1000, Math.floor(opts.idleTtlMs / 4)));
     if (opts.idleTtlMs > 0) {
@@ -77,14 +91,23 @@ export class BindingCache<V extends Closable, A = undefined, B = undefined> {
       if (this.#slots.size >= this.#capacity && !this.#evictOne()) {
         this.#oneshots.incr();
         const value = this.#build(key, a, b);
-        return { value, release: () => value.close() };
+        const close = (): void => value.close();
+        return { value, release: close, discard: close };
       }
       slot = { value: this.#build(key, a, b), lastUsed: 0, active: 0 };
       this.#slots.set(key, slot);
     }
     slot.active++;
     slot.lastUsed = this.#clock();
-    return new SlotLease(slot, this.#clock);
+    return new SlotLease(this, key, slot, this.#clock);
+  }
+
+  /** Drops `slot` if it is still `key`'s entry and no request uses it (see {@link Lease.discard}). */
+  discardIdle(key: string, slot: Slot<V>): void {
+    if (slot.active !== 0 || this.#slots.get(key) !== slot) return;
+    this.#slots.delete(key);
+    this.#discards.incr();
+    slot.value.close();
   }
 
   /** The cached value for `key`, if any, without counting a use. */
@@ -133,12 +156,16 @@ export class BindingCache<V extends Closable, A = undefined, B = undefined> {
   }
 }
 
-class SlotLease<V> implements Lease<V> {
+class SlotLease<V extends Closable> implements Lease<V> {
+  readonly #cache: SlotOwner<V>;
+  readonly #key: string;
   readonly #slot: Slot<V>;
   readonly #clock: () => number;
   #released = false;
 
-  constructor(slot: Slot<V>, clock: () => number) {
+  constructor(cache: SlotOwner<V>, key: string, slot: Slot<V>, clock: () => number) {
+    this.#cache = cache;
+    this.#key = key;
     this.#slot = slot;
     this.#clock = clock;
   }
@@ -152,6 +179,12 @@ class SlotLease<V> implements Lease<V> {
     this.#released = true;
     this.#slot.active--;
     this.#slot.lastUsed = this.#clock();
+  }
+
+  discard(): void {
+    if (this.#released) return;
+    this.release();
+    this.#cache.discardIdle(this.#key, this.#slot);
   }
 }
 

@@ -42,6 +42,14 @@ describe('data path: a bomb in prx-dtab / prx-ctx-dtab is a 400 with prx-err', (
       }
       assert.equal(rt.metric(`${client}/failures`) ?? 0, 0);
       assert.equal(rt.metric(`${client}/failure_accrual/removals`) ?? 0, 0);
+      // Nothing of a bomb stays cached (each could be unique), and discarding one never prunes the
+      // legitimate entry's service stats, which it shares.
+      const bombs = dtabBombs(LEVELS).length * 2;
+      assert.equal(rt.metric('rt/http/bindcache/path/size'), 1);
+      assert.equal(rt.metric('rt/http/bindcache/path/discards'), bombs);
+      // The first bomb came before any legitimate entry: its stats went with it.
+      assert.equal(rt.metric('rt/http/service/svc/a/requests'), bombs * 2 - 1);
+      assert.equal(rt.metric('rt/http/service/svc/a/success'), bombs);
     } finally {
       await rt.close();
     }

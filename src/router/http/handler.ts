@@ -14,6 +14,7 @@ import type { Lease } from '../cache.js';
 import { isActivelyTracing, type Annotation, type TraceId } from '../../service/tracing.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
+import { InvalidDtabHeaderError } from '../../protocol/http/headers/proxy-errors.js';
 
 interface ServerCounters {
   readonly requests: Counter;
@@ -178,6 +179,7 @@ export class HttpServerHandler implements ServerCallbacks {
 
   async #serve(ctx: RequestContext): Promise<void> {
     let lease: Lease<PathService> | undefined;
+    let discard = false;
     try {
       const maxConcurrent = this.cfg.maxConcurrentRequests;
       let ingress = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency() : ctx.ingress();
@@ -205,9 +207,12 @@ export class HttpServerHandler implements ServerCallbacks {
       if (ctx.served !== undefined && !ctx.res.headersSent) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
       ctx.service?.record(false, performance.now() - ctx.started, err);
       const e = renderProxyError(ctx, err);
+      // A binding the request's own dtab broke is not kept: a client can make each one unique.
+      if (e instanceof InvalidDtabHeaderError) discard = true;
       writeErrorResponse(ctx, e);
     } finally {
-      lease?.release();
+      if (discard) lease?.discard();
+      else lease?.release();
     }
   }
 

@@ -67,6 +67,7 @@ export class HttpRouter implements RunningRouter {
    */
   readonly via = new ViaStamp();
   readonly #clientParams = new Map<string, ResolvedClient>();
+  readonly #serviceStatsUsers = new Map<string, number>();
   readonly #protected: RouterContext['protectedListeners'];
   readonly #servers: ServerHandle[] = [];
   #closing: Promise<void> | undefined;
@@ -192,6 +193,7 @@ export class HttpRouter implements RunningRouter {
     const dst = name.show;
     const dtab = localDtab.size === 0 ? this.baseDtab : this.baseDtab.concat(localDtab);
     const binding = new PathBinding(dst, this.interpreter.bind(dtab, name));
+    this.#serviceStatsUsers.set(dst, (this.#serviceStatsUsers.get(dst) ?? 0) + 1);
     let leases: Lease<Closable>[] = [];
     // Trees and bound names are cached per distinct binding result: refreshed when the tree changes.
     binding.onChange = (tree) => {
@@ -211,9 +213,23 @@ export class HttpRouter implements RunningRouter {
       onClose: () => {
         for (const l of leases) l.release();
         leases = [];
-        pruneService(this.stats, dst);
+        this.#releaseServiceStats(dst);
       },
     });
+  }
+
+  /**
+   * `rt/<r>/service/<dst>` is shared by every path entry of one name (one per request dtab): the
+   * stats are pruned when the last of them closes, not when any one is evicted.
+   */
+  #releaseServiceStats(dst: string): void {
+    const users = (this.#serviceStatsUsers.get(dst) ?? 1) - 1;
+    if (users > 0) {
+      this.#serviceStatsUsers.set(dst, users);
+      return;
+    }
+    this.#serviceStatsUsers.delete(dst);
+    pruneService(this.stats, dst);
   }
 
   readonly #pathHost: PathServiceHost = {
