@@ -8,7 +8,10 @@ import { MetricsRegistry } from '../../src/service/stats/index.js';
 
 class Entry {
   closed = false;
-  constructor(readonly key: string) {}
+  readonly key: string;
+  constructor(key: string) {
+    this.key = key;
+  }
   close(): void {
     this.closed = true;
   }

@@ -4,6 +4,7 @@
  * router throws them; `renderError` (error-response.ts) turns any of them into a response.
  */
 import { PrxError } from '../../../core/errors.js';
+import { formatFinagleDuration } from '../../../core/duration.js';
 import { showPathTree, type Dtab } from '../../../naming/index.js';
 
 /** A failure prx turns into its own HTTP response: `status`, and whether a retry is known safe. */
@@ -21,34 +22,7 @@ export class ProxyError extends PrxError {
 // ---------------------------------------------------------------------------------------------
 // Finagle renderings that appear inside the messages.
 
-const UNITS: readonly (readonly [bigint, string])[] = [
-  [86_400_000_000_000n, 'days'],
-  [3_600_000_000_000n, 'hours'],
-  [60_000_000_000n, 'minutes'],
-  [1_000_000_000n, 'seconds'],
-  [1_000_000n, 'milliseconds'],
-  [1_000n, 'microseconds'],
-  [1n, 'nanoseconds'],
-];
-
-/**
- * Finagle's `Duration.toString` for a duration in milliseconds: every non-zero unit from days
- * down, joined with `+`, units always plural (`10.seconds`, `1.seconds+500.milliseconds`,
- * `0.seconds`).
- */
-export function formatFinagleDuration(ms: number): string {
-  let ns = BigInt(Math.round(ms * 1e6));
-  if (ns === 0n) return '0.seconds';
-  let out = '';
-  for (const [size, name] of UNITS) {
-    const v = ns / size; // truncates toward zero, like TimeUnit.convert
-    if (v === 0n) continue;
-    ns -= v * size;
-    if (v > 0n && out !== '') out += '+';
-    out += `${v}.${name}`;
-  }
-  return out;
-}
+export { formatFinagleDuration };
 
 /** What an error message shows of a request. */
 export interface RequestSummary {
