@@ -2,7 +2,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorMessage } from '../core/errors.js';
 import { getLogger, type Logger } from '../core/log.js';
-import type { RunningRouter } from '../router/types.js';
+import type { RunningRouter } from '../router/core/types.js';
 
 /** What the identifier endpoint needs of a router: its label and, if it has one, its identifier. */
 export type IdentifyingRouter = Pick<RunningRouter, 'label' | 'identify'>;

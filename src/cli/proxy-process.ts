@@ -32,8 +32,8 @@ import {
   type MountedNamer,
   type NameInterpreter,
 } from '../naming/index.js';
-import { ProtectedListeners } from '../router/protected-listeners.js';
-import type { RouterContext, RunningRouter, ServerAddress } from '../router/types.js';
+import { ProtectedListeners } from '../router/core/protected-listeners.js';
+import type { RouterContext, RunningRouter, ServerAddress } from '../router/core/types.js';
 import { broadcastStats, MetricsRegistry, type StatsReceiver } from '../service/stats/index.js';
 import { broadcastTracer, type Tracer } from '../service/tracing.js';
 import {

@@ -14,7 +14,7 @@ import { z } from 'zod';
 import '../../src/cli/builtins.js';
 import { effectiveConfigJson, intInRange, ip, LOOPBACK, routerBaseShape, serverList } from '../../src/config/index.js';
 import { ConfiguredNamersInterpreter, readDtab, readPath } from '../../src/naming/index.js';
-import { defineProtocol, type RunningRouter, type ServerAddress } from '../../src/router/types.js';
+import { defineProtocol, type RunningRouter, type ServerAddress } from '../../src/router/core/types.js';
 import { routerStats, serverStats } from '../../src/service/stats/index.js';
 import { randomSpanId, TraceId } from '../../src/service/tracing.js';
 import { getJson, request } from '../admin/helpers.js';

@@ -3,7 +3,7 @@
 // dtab broke, which must not stay cached).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BindingCache } from '../../src/router/cache.js';
+import { BindingCache } from '../../src/router/core/cache.js';
 import { MetricsRegistry } from '../../src/service/stats/index.js';
 
 class Entry {

@@ -11,7 +11,7 @@ import { FsNamer } from '../../src/namer/fs.js';
 import { Activity, SystemNamer, readPath, type MountedNamer, type Namer } from '../../src/naming/index.js';
 import '../../src/router/http/index.js';
 import type { HttpRouter } from '../../src/router/http/router.js';
-import type { RouterContext } from '../../src/router/types.js';
+import type { RouterContext } from '../../src/router/core/types.js';
 import { MetricsRegistry, type MetricsNode } from '../../src/service/stats/index.js';
 import { nullTracer } from '../../src/service/tracing.js';
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import { describe, it } from 'node:test';
-import { ProtectedListeners } from '../../src/router/protected-listeners.js';
+import { ProtectedListeners } from '../../src/router/core/protected-listeners.js';
 
 describe('ProtectedListeners', () => {
   it('a loopback listener: its address, 0.0.0.0, :: and localhost on its port; not other loopbacks or ports', () => {

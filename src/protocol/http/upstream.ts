@@ -1,3 +1,4 @@
+import type { ResponseClass } from '../../service/classifier.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -61,11 +62,13 @@ export class UpstreamExchange implements Dispatcher.DispatchHandler, ExchangeHan
   /** Set when the exchange ends (completed, failed or aborted). */
   finished = false;
   /**
-   * Set by the router when the head was classified a success while the body still streams: the
-   * success counts against the endpoint only once the body is complete (a framing error in the
-   * body is the endpoint's failure, not a success).
+   * Set by the router when the head was classified while the body still streams: the outcome
+   * counts against the endpoint only once the body is complete (a framing error in the body is
+   * the endpoint's failure, not a success).
    */
-  successPending = false;
+  outcomePending = false;
+  /** The class the router gave the head (see `outcomePending`). */
+  headClass: ResponseClass | undefined;
   error: Error | undefined;
   /** Upgraded socket (101 Switching Protocols). */
   socket: Duplex | undefined;

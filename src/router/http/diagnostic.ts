@@ -12,9 +12,11 @@ import { appendVia } from '../../protocol/http/headers/via.js';
 import { ResponseTooLargeError, type BodySink, type UpstreamExchange } from '../../protocol/http/upstream.js';
 import { underlyingInterpreter } from '../../interpreter/transformer.js';
 import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
-import { BindingFailedError, NoBrokersAvailableError, pickLeaf } from '../binding.js';
+import { BindingFailedError, NoBrokersAvailableError } from '../../service/failures.js';
+import { pickLeaf } from '../core/binding.js';
 import type { RequestContext } from './ingress.js';
-import type { PathService, Served } from './path-service.js';
+import type { HttpServed } from './types.js';
+import type { HttpPathService } from './types.js';
 
 /**
  * Diagnostic tracing (Linkerd's DiagnosticTracer): a `TRACE` with `Max-Forwards` and
@@ -30,7 +32,7 @@ export function diagnosticFor(ctx: RequestContext): DiagnosticDecision {
 const DELEGATION_TIMEOUT_MS = 2000;
 
 /** Answers a TRACE whose `Max-Forwards` reached 0 here: empty, or the router context alone. */
-export async function answerDiagnostic(ctx: RequestContext, svc: PathService, withContext: boolean): Promise<void> {
+export async function answerDiagnostic(ctx: RequestContext, svc: HttpPathService, withContext: boolean): Promise<void> {
   const res = ctx.res;
   let body = '';
   if (withContext) {
@@ -55,7 +57,7 @@ export async function answerDiagnostic(ctx: RequestContext, svc: PathService, wi
  * is collected (a chunked one is replaced by its head and a note, as Linkerd does) and sent with
  * its new length.
  */
-export async function sendWithContext(ctx: RequestContext, served: Served, success: boolean): Promise<void> {
+export async function sendWithContext(ctx: RequestContext, served: HttpServed, success: boolean): Promise<void> {
   const res = ctx.res;
   const ex = served.attempt.exchange;
   const headers = ex.headers;

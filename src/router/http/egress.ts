@@ -19,10 +19,9 @@ import {
 } from '../../protocol/http/headers/proxy-errors.js';
 import { appendVia } from '../../protocol/http/headers/via.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
-import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError } from '../binding.js';
-import { ConnectionFailedError } from './client.js';
+import { BindingFailedError, BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
 import type { RequestContext } from './ingress.js';
-import type { Served } from './path-service.js';
+import type { HttpServed } from './types.js';
 import { compressorFor } from './compression.js';
 
 /** Turns a failure anywhere in the request path into the error response Linkerd would send. */
@@ -42,6 +41,8 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
   // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
+  // The other core failures (timeouts, a full pool, an admin target) render as they are.
+  if (err instanceof RouterFailure) return err;
   const code = (err as { code?: unknown } | null)?.code;
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'PRX_ERR_UPSTREAM_CONTENT_LENGTH') return new ConflictingContentLengthError('response');
   return new UpstreamFailureError(err);
@@ -67,7 +68,7 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
 }
 
 /** Writes the upstream response head and streams its body to the client. */
-export function writeUpstreamHead(ctx: RequestContext, served: Served, success: boolean): void {
+export function writeUpstreamHead(ctx: RequestContext, served: HttpServed, success: boolean): void {
   const ex = served.attempt.exchange;
   const headers = ex.headers;
   if (ex.socket !== undefined) {
@@ -154,7 +155,7 @@ const TUNNEL_CLOSE_GRACE_MS = 5000;
  * flowing); a side that closed after its FIN ends the other gracefully, a side that failed or was
  * cut destroys the other. No idle limit: a quiet WebSocket is a normal WebSocket (as in Linkerd).
  */
-function tunnel(ctx: RequestContext, served: Served): void {
+function tunnel(ctx: RequestContext, served: HttpServed): void {
   const ex = served.attempt.exchange;
   const up = ex.socket as Socket;
   const early = ctx.res.takeSocket();

@@ -5,12 +5,12 @@ import { serverStats, StatusCodeCounters, type Counter, type Histogram, type Set
 import { ExceptionCounters } from '../../service/stats/exception-stats.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
-import { AttemptHandle } from './endpoint.js';
+import { AttemptHandle } from '../core/transport.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import { RequestContext } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
-import type { PathService } from './path-service.js';
-import type { Lease } from '../cache.js';
+import type { HttpPathService } from './types.js';
+import type { Lease } from '../core/cache.js';
 import { isActivelyTracing, type Annotation, type TraceId } from '../../service/tracing.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
@@ -178,7 +178,7 @@ export class HttpServerHandler implements ServerCallbacks {
   }
 
   async #serve(ctx: RequestContext): Promise<void> {
-    let lease: Lease<PathService> | undefined;
+    let lease: Lease<HttpPathService> | undefined;
     let discard = false;
     try {
       const maxConcurrent = this.cfg.maxConcurrentRequests;
@@ -196,7 +196,7 @@ export class HttpServerHandler implements ServerCallbacks {
       }
       // The client may already have gone (the context then holds a cancelled handle).
       const handle = (ctx.handle ??= new AttemptHandle());
-      const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.req.chunked, ctx.started);
+      const served = await svc.serve(ctx.out, handle, ctx.bindDeadline, ctx.started);
       ctx.served = served;
       const ok = served.responseClass === 'success';
       svc.record(ok, performance.now() - ctx.started);

@@ -1,4 +1,4 @@
-import { defineProtocol } from '../types.js';
+import { defineProtocol } from '../core/types.js';
 import { HttpRouter } from './router.js';
 import { httpRouterSchema, type HttpRouterConfig } from './schema.js';
 // Kinds the http router's schema refers to by default must be registered whenever it is.

@@ -7,9 +7,11 @@ import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError, Routin
 import { appendViaToRequest, checkCallDepth } from '../../protocol/http/headers/via.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
-import { AttemptHandle, RequestCancelledError, type OutboundRequest } from './endpoint.js';
+import { RequestCancelledError } from '../../service/failures.js';
+import { AttemptHandle } from '../core/transport.js';
+import type { OutboundRequest } from './transport.js';
 import type { HttpServerHandler } from './handler.js';
-import type { PathService, Served } from './path-service.js';
+import type { HttpPathService, HttpServed } from './types.js';
 import { writeErrorResponse } from './egress.js';
 import { clientCertHeader } from './tls-peer.js';
 
@@ -39,8 +41,8 @@ export class RequestContext implements ResponseOwner {
   readonly started = performance.now();
   readonly bindDeadline: number;
   readonly out: OutboundRequest;
-  service: PathService | undefined;
-  served: Served | undefined;
+  service: HttpPathService | undefined;
+  served: HttpServed | undefined;
   handle: AttemptHandle | undefined;
   dst: Path | undefined;
   localDtab: Dtab | undefined;
@@ -67,6 +69,7 @@ export class RequestContext implements ResponseOwner {
       body: null,
       upgrade: null,
       clientCert: undefined,
+      chunked: req.chunked,
     };
     res.owner = this;
   }

@@ -8,9 +8,10 @@ import { accrualFromConfig } from '../../service/policy/accrual-kinds.js';
 import { backoffFromConfig } from '../../service/policy/index.js';
 import { PolicyResolver } from '../../service/policy/params.js';
 import { classifierFromConfig } from '../../protocol/http/classifiers.js';
-import type { HttpClientParams } from './client.js';
-import type { ServiceParams } from './path-service.js';
-import type { EndpointTls } from './endpoint.js';
+import type { ResponseClassifier } from '../../service/classifier.js';
+import type { ServiceParams } from '../core/path-service.js';
+import type { ResolvedClient as CoreResolvedClient, RouterParams } from '../core/routing.js';
+import type { EndpointOptions, EndpointTls } from './transport.js';
 import { PathMatcher } from '../../naming/path-matcher.js';
 import type { ResponseBodyLimits } from '../../protocol/http/upstream.js';
 
@@ -22,9 +23,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export const RESPONSE_IDLE_TIMEOUT_MS = 300_000;
 
 /** Client parameters a router reads per client id besides what the connection pool needs. */
-export interface ResolvedClient {
-  readonly client: HttpClientParams;
-  readonly attemptTimeoutMs: number | undefined;
+export interface ResolvedClient extends CoreResolvedClient<EndpointOptions> {
   readonly forwardClientCert: boolean;
 }
 
@@ -59,7 +58,7 @@ export interface ClientLimits {
  * prefix, later ones winning) into ready-to-use parameters. Results are cached per name: the
  * caches above bound how many names there are.
  */
-export class HttpParams {
+export class HttpParams implements RouterParams<EndpointOptions, ResponseClassifier, ResolvedClient> {
   readonly #clients: PolicyResolver<RawClientParams>;
   readonly #services: PolicyResolver<RawServiceParams>;
   readonly #limits: ClientLimits;
@@ -81,7 +80,7 @@ export class HttpParams {
     const anyIdle = sessionIdle === null ? pool.idleTimeMs : Math.min(sessionIdle, pool.idleTimeMs ?? Infinity);
     return {
       client: {
-        endpoint: {
+        transport: {
           maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
           maxWaiters: pool.maxWaiters,
           minConnections: pool.minSize,
@@ -94,8 +93,8 @@ export class HttpParams {
           connectTimeoutMs: CONNECT_TIMEOUT_MS,
           responseIdleTimeoutMs: p.responseIdleTimeoutMs ?? RESPONSE_IDLE_TIMEOUT_MS,
           tls: clientTls(p.tls, vars, id),
-          accrual: accrualFromConfig(p.failureAccrual),
         },
+        accrual: accrualFromConfig(p.failureAccrual),
         balancer: balancerFromConfig(p.loadBalancer),
         failFast: p.failFast,
         requeueBudget: p.requeueBudget,
@@ -105,7 +104,7 @@ export class HttpParams {
     };
   }
 
-  service(dst: string): ServiceParams {
+  service(dst: string): ServiceParams<ResponseClassifier> {
     const { params: p } = this.#services.resolve(readPath(dst));
     return {
       classifier: classifierFromConfig(p.responseClassifier, 'http'),

@@ -3,31 +3,26 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { H1Server } from '../../protocol/http/h1-server.js';
 import type { Logger } from 'pino';
 import { lookupKind, type KindConfig } from '../../config/index.js';
-import type { Dtab} from '../../naming/index.js';
-import { readDtab, readPath, showTree, leavesOf, type BoundName, type NameInterpreter, type Path } from '../../naming/index.js';
-import { routerStats, clientStats, pruneClient, pruneService, serviceStats, type StatsReceiver } from '../../service/stats/index.js';
+import type { BoundName, Dtab } from '../../naming/index.js';
+import { readDtab, readPath, type NameInterpreter, type Path } from '../../naming/index.js';
+import type { ResponseClassifier } from '../../service/classifier.js';
+import { routerStats, type StatsReceiver } from '../../service/stats/index.js';
 import type { Tracer } from '../../service/tracing.js';
 import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
 import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/identifiers/index.js';
-import { PathBinding } from '../binding.js';
-import { BindingCache, type Closable, type Lease } from '../cache.js';
-import type { RouterContext, RunningRouter, ServerAddress } from '../types.js';
-import { HttpClient } from './client.js';
+import type { UpstreamExchange } from '../../protocol/http/upstream.js';
+import type { BindingCache, Lease } from '../core/cache.js';
+import { buildInterpreter, RoutingCore, type RoutingAdapter } from '../core/routing.js';
+import type { RouterContext, RunningRouter, ServerAddress } from '../core/types.js';
 import { HttpServerHandler } from './handler.js';
 import { HttpParams, type ResolvedClient } from './params.js';
-import { PathService, type PathServiceHost } from './path-service.js';
+import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
+import type { EndpointOptions, OutboundRequest } from './transport.js';
 import type { HttpRouterConfig, HttpServerConfig } from './schema.js';
 import type { RequestContext } from './ingress.js';
+import type { HttpClient, HttpPathService, HttpRoutingCore } from './types.js';
 import { clientSpan, serverSpan, type TracePropagator } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
-
-/**
- * The value of a tree or bound cache entry. Finagle keeps a service factory per bound tree and per
- * bound name with residual; in prx those are stateless (a path's binding picks the leaf, the
- * client cache holds the connections), so these two caches only account for the distinct trees
- * and bound names in use, with Linkerd's sizes and stats.
- */
-const NOOP_ENTRY: Closable = Object.freeze({ close() {} });
 
 /** One listening server of the router. */
 interface ServerHandle {
@@ -54,10 +49,8 @@ export class HttpRouter implements RunningRouter {
   readonly tracer: Tracer;
   readonly params: HttpParams;
   readonly accessLog: AccessLog | undefined;
-  readonly paths: BindingCache<PathService, Path, Dtab>;
-  readonly trees: BindingCache<Closable>;
-  readonly bounds: BindingCache<Closable>;
-  readonly clients: BindingCache<HttpClient, BoundName>;
+  /** Binding, the path and client stacks and their caches: the protocol-free router. */
+  readonly routing: HttpRoutingCore;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
   readonly trace: (ctx: RequestContext, headers: IncomingHttpHeaders) => void;
   /**
@@ -66,9 +59,6 @@ export class HttpRouter implements RunningRouter {
    * process (linker-to-linker on one host) is two routers and no loop.
    */
   readonly via = new ViaStamp();
-  readonly #clientParams = new Map<string, ResolvedClient>();
-  readonly #serviceStatsUsers = new Map<string, number>();
-  readonly #protected: RouterContext['protectedListeners'];
   readonly #servers: ServerHandle[] = [];
   #closing: Promise<void> | undefined;
 
@@ -76,13 +66,14 @@ export class HttpRouter implements RunningRouter {
     this.cfg = cfg;
     this.label = cfg.label;
     this.dstPrefix = readPath(cfg.dstPrefix);
-    this.baseDtab = readDtab(cfg.dtab);
+    const baseDtab = readDtab(cfg.dtab);
+    this.baseDtab = baseDtab;
     this.log = ctx.log.child({ router: cfg.label });
     this.tracer = ctx.tracer;
-    this.#protected = ctx.protectedListeners;
     this.stats = routerStats(ctx.stats, cfg.label);
     if (cfg.originator) this.stats.gauge(['originator'], () => 1);
-    this.interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
+    const interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
+    this.interpreter = interpreter;
     const propagator = buildPropagator(cfg.tracePropagator);
     const tracer = ctx.tracer;
     this.trace = (rctx, headers) => {
@@ -104,13 +95,16 @@ export class HttpRouter implements RunningRouter {
             rotateCount: cfg.httpAccessLogRotateCount,
             onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
           });
-    const cache = cfg.bindingCache;
-    const ttl = cache.idleTtlSecs * 1000;
-    const bindcache = this.stats.scope('bindcache');
-    this.paths = new BindingCache({ capacity: cache.paths, idleTtlMs: ttl, stats: bindcache.scope('path'), build: (_k, dst, localDtab) => this.#buildPath(dst, localDtab) });
-    this.trees = new BindingCache({ capacity: cache.trees, idleTtlMs: ttl, stats: bindcache.scope('tree'), build: () => NOOP_ENTRY });
-    this.bounds = new BindingCache({ capacity: cache.bounds, idleTtlMs: ttl, stats: bindcache.scope('bound'), build: () => NOOP_ENTRY });
-    this.clients = new BindingCache({ capacity: cache.clients, idleTtlMs: ttl, stats: bindcache.scope('client'), build: (id, name) => this.#buildClient(id, name) });
+    this.routing = new RoutingCore({
+      adapter: httpRoutingAdapter(this.params),
+      baseDtab,
+      interpreter,
+      stats: this.stats,
+      log: this.log,
+      bindingTimeoutMs: cfg.bindingTimeoutMs,
+      cache: cfg.bindingCache,
+      protectedListeners: ctx.protectedListeners,
+    });
     for (const s of cfg.servers) {
       const handler = new HttpServerHandler(this, s);
       const server = new H1Server(handler.serverOptions, handler, s.tls === undefined ? undefined : tlsOptions(s.tls));
@@ -129,19 +123,16 @@ export class HttpRouter implements RunningRouter {
   }
 
   /** Borrows the path service for a logical name and request dtab. */
-  pathService(dst: Path, localDtab: Dtab): Lease<PathService> {
-    const key = localDtab.size === 0 ? dst.show : `${dst.show} ${localDtab.show}`;
-    return this.paths.acquire(key, dst, localDtab);
+  pathService(dst: Path, localDtab: Dtab): Lease<HttpPathService> {
+    return this.routing.pathService(dst, localDtab);
   }
 
-  /** Resolved client parameters for a client id (cached while the client is). */
-  clientParams(id: string): ResolvedClient {
-    let p = this.#clientParams.get(id);
-    if (p === undefined) {
-      p = this.params.client(id);
-      this.#clientParams.set(id, p);
-    }
-    return p;
+  get paths(): BindingCache<HttpPathService, Path, Dtab> {
+    return this.routing.paths;
+  }
+
+  get clients(): BindingCache<HttpClient, BoundName> {
+    return this.routing.clients;
   }
 
   async listen(): Promise<readonly ServerAddress[]> {
@@ -180,91 +171,27 @@ export class HttpRouter implements RunningRouter {
       // Upgraded (tunnelled) connections are no longer the server's.
       for (const s of h.handler.sockets) s.destroy();
     }
-    this.paths.close();
-    this.trees.close();
-    this.bounds.close();
-    const clients = [...this.clients.values()];
-    this.clients.close();
-    await Promise.all(clients.map((c) => c.destroy()));
+    await this.routing.close();
     await this.accessLog?.close();
   }
 
-  #buildPath(name: Path, localDtab: Dtab): PathService {
-    const dst = name.show;
-    const dtab = localDtab.size === 0 ? this.baseDtab : this.baseDtab.concat(localDtab);
-    const binding = new PathBinding(dst, this.interpreter.bind(dtab, name));
-    this.#serviceStatsUsers.set(dst, (this.#serviceStatsUsers.get(dst) ?? 0) + 1);
-    let leases: Lease<Closable>[] = [];
-    // Trees and bound names are cached per distinct binding result: refreshed when the tree changes.
-    binding.onChange = (tree) => {
-      const next = [this.trees.acquire(showTree(tree, showBound), undefined, undefined)];
-      for (const leaf of leavesOf(tree)) next.push(this.bounds.acquire(showBound(leaf), undefined, undefined));
-      for (const l of leases) l.release();
-      leases = next;
-    };
-    return new PathService({
-      dst,
-      localDtab,
-      binding,
-      params: this.params.service(dst),
-      host: this.#pathHost,
-      stats: serviceStats(this.stats, dst),
-      bindingTimeoutMs: this.cfg.bindingTimeoutMs,
-      onClose: () => {
-        for (const l of leases) l.release();
-        leases = [];
-        this.#releaseServiceStats(dst);
-      },
-    });
-  }
+}
 
-  /**
-   * `rt/<r>/service/<dst>` is shared by every path entry of one name (one per request dtab): the
-   * stats are pruned when the last of them closes, not when any one is evicted.
-   */
-  #releaseServiceStats(dst: string): void {
-    const users = (this.#serviceStatsUsers.get(dst) ?? 1) - 1;
-    if (users > 0) {
-      this.#serviceStatsUsers.set(dst, users);
-      return;
-    }
-    this.#serviceStatsUsers.delete(dst);
-    pruneService(this.stats, dst);
-  }
-
-  readonly #pathHost: PathServiceHost = {
-    client: (name) => {
-      return this.clients.acquire(name.idStr, name, undefined);
-    },
-    attemptTimeoutMs: (id) => this.clientParams(id).attemptTimeoutMs,
-    prepareAttempt: (out, name, id) => {
+/** HTTP/1.1's part of the routing core: its protocol object, its policies, and the `prx-dst-*` headers of each attempt. */
+function httpRoutingAdapter(params: HttpParams): RoutingAdapter<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier, ResolvedClient> {
+  return {
+    protocol: HTTP_CLIENT_PROTOCOL,
+    params,
+    prepareAttempt(out, name, id, client) {
       const h = out.headers;
       h['prx-dst-client'] = id;
       if (name.residual.isEmpty) delete h['prx-dst-residual'];
       else h['prx-dst-residual'] = name.residual.show;
       // Forward the inbound client certificate only to clients configured for it (anti-spoofing).
-      if (this.clientParams(id).forwardClientCert && out.clientCert !== undefined) h['x-forwarded-client-cert'] = out.clientCert;
+      if (client.forwardClientCert && out.clientCert !== undefined) h['x-forwarded-client-cert'] = out.clientCert;
       else delete h['x-forwarded-client-cert'];
     },
   };
-
-  #buildClient(id: string, name: BoundName): HttpClient {
-    const onClose = (): void => {
-      this.#clientParams.delete(id);
-      pruneClient(this.stats, id);
-    };
-    return new HttpClient(name, this.clientParams(id).client, clientStats(this.stats, id), this.log, onClose, this.#protected);
-  }
-}
-
-function showBound(b: BoundName): string {
-  return b.residual.isEmpty ? b.idStr : `${b.idStr}${b.residual.show}`;
-}
-
-function buildInterpreter(cfg: KindConfig, ctx: RouterContext, log: Logger): NameInterpreter {
-  const def = lookupKind('interpreter', cfg.kind);
-  if (def === undefined) throw new Error(`interpreter kind ${cfg.kind} is not registered`);
-  return (def.create as (c: unknown, x: unknown) => NameInterpreter)(cfg, { namers: ctx.namers, system: ctx.system, log });
 }
 
 function buildPropagator(cfg: KindConfig): TracePropagator {

@@ -11,8 +11,8 @@ import {
 } from '../../../src/protocol/http/headers/error-response.js';
 import type {
   ProxyError} from '../../../src/protocol/http/headers/proxy-errors.js';
+import { AdminTargetRefusedError, AttemptTimeoutError, TooManyWaitersError, TotalTimeoutError } from '../../../src/service/failures.js';
 import {
-  AttemptTimeoutError,
   ConflictingContentLengthError,
   DynBoundTimeoutError,
   formatFinagleDuration,
@@ -22,7 +22,6 @@ import {
   MaxConcurrentRequestsError,
   RichConnectionFailedError,
   RichNoBrokersAvailableError,
-  TotalTimeoutError,
   UnknownDestinationError,
   UpstreamFailureError,
   WriteFailedError,
@@ -171,6 +170,13 @@ describe('proxy errors: statuses and exact messages', () => {
     assert.equal(rendered(new TotalTimeoutError(1, { retryable: true })).headers['prx-retryable'], 'true');
   });
 
+  it('the router core’s rejections: a full pool is a retryable 502, an admin target a 403', () => {
+    const full = rendered(new TooManyWaitersError('127.0.0.1:1'));
+    assert.deepEqual([full.status, full.headers['prx-retryable']], [502, 'true']);
+    const admin = rendered(new AdminTargetRefusedError('/svc/a', '127.0.0.1:9990'));
+    assert.deepEqual([admin.status, admin.headers['prx-retryable']], [403, undefined]);
+  });
+
   it('rejections and write failures are 502 and marked retryable', () => {
     const rejected = rendered(new MaxConcurrentRequestsError());
     assert.deepEqual([rejected.status, rejected.body, rejected.headers['prx-retryable']], [502, 'Max waiters exceeded', 'true']);
@@ -188,7 +194,7 @@ describe('proxy errors: statuses and exact messages', () => {
   });
 
   it('every proxy error is a PrxError with a stable PRX_ERR_ code', () => {
-    const errors: ProxyError[] = [
+    const errors: (ProxyError | TotalTimeoutError | AttemptTimeoutError)[] = [
       new UnknownDestinationError({ method: 'GET', uri: '/' }, 'r'),
       new InvalidDtabHeaderError('x'),
       new MaxCallDepthExceededError(1),

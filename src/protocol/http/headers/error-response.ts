@@ -6,6 +6,7 @@
  */
 import { CONTENT_LENGTH, CONTENT_TYPE, PRX_ERR, PRX_PREFIX, PRX_RETRYABLE } from './names.js';
 import { ProxyError, describe } from './proxy-errors.js';
+import { FailureFlag, RouterFailure, AdminTargetRefusedError } from '../../../service/failures.js';
 import type { HeaderMap } from './types.js';
 
 /** Default `maxHeadersKB` of an http router: the cap on the `prx-err` value. */
@@ -31,8 +32,19 @@ export class ProxyErrorResponse {
    */
   static from(err: unknown): ProxyErrorResponse {
     if (err instanceof ProxyError) return new ProxyErrorResponse(err.status, err.message, err.retryable);
+    if (err instanceof RouterFailure) return new ProxyErrorResponse(failureStatus(err), err.message, err.is(FailureFlag.Retryable));
     return new ProxyErrorResponse(502, describe(err), false);
   }
+}
+
+/**
+ * The HTTP status of a router-core failure, as Linkerd answered it: timeouts are 503, a refused
+ * admin target 403, everything else (no route, binding, connection, a full pool) 502.
+ */
+export function failureStatus(f: RouterFailure): number {
+  if (f.is(FailureFlag.Timeout)) return 503;
+  if (f instanceof AdminTargetRefusedError) return 403;
+  return 502;
 }
 
 // Java's URLEncoder keeps these bytes as they are; a space becomes `+`; every other byte of the

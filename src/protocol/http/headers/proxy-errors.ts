@@ -95,24 +95,6 @@ export class RoutingLoopError extends ProxyError {
   }
 }
 
-/**
- * The endpoint picked for the request is this proxy's own admin interface. A dtab (the config's or
- * a request's `prx-dtab`) must not turn the data plane into a way to reach the admin (e.g.
- * `POST /admin/shutdown`) unless `admin.allowProxiedAccess` says so. Refused before any
- * connection, so it never counts against the endpoint.
- */
-export class AdminTargetRefusedError extends ProxyError {
-  constructor(service: string, endpoint: string) {
-    super(
-      'PRX_ERR_ADMIN_TARGET',
-      `Refusing to route ${service} to ${endpoint}: it is this proxy's admin interface. ` +
-        'Set admin.allowProxiedAccess: true to allow routing to it.',
-      403,
-      false,
-    );
-  }
-}
-
 /** `Max-Forwards` on a diagnostic TRACE is not an integer. */
 export class InvalidMaxForwardsError extends ProxyError {
   constructor() {
@@ -233,48 +215,4 @@ export class UpstreamFailureError extends ProxyError {
 export function describe(e: unknown): string {
   if (e instanceof Error) return e.message === '' ? e.name : e.message;
   return String(e);
-}
-
-// ---------------------------------------------------------------------------------------------
-// 503: timeouts.
-
-/** How a timeout names what timed out. */
-export interface TimeoutDetails {
-  /** Finagle's service label; `unspecified` when the stack did not know it. */
-  readonly serviceName?: string | undefined;
-  /** Finagle's remote info; `Not Available` unless the client knows its peer. */
-  readonly remoteInfo?: string | undefined;
-  /** Known safe to retry (the request was never written). */
-  readonly retryable?: boolean | undefined;
-}
-
-function timeoutMessage(timeoutMs: number, details: TimeoutDetails | undefined, explanation: string): string {
-  return (
-    `exceeded ${formatFinagleDuration(timeoutMs)} to ${details?.serviceName ?? 'unspecified'} while ${explanation}. ` +
-    `Remote Info: ${details?.remoteInfo ?? 'Not Available'}`
-  );
-}
-
-/** `service.totalTimeoutMs` elapsed (the whole request, retries included). */
-export class TotalTimeoutError extends ProxyError {
-  constructor(timeoutMs: number, details?: TimeoutDetails) {
-    super(
-      'PRX_ERR_TOTAL_TIMEOUT',
-      timeoutMessage(timeoutMs, details, 'waiting for a response for the request, including retries (if applicable)'),
-      503,
-      details?.retryable === true,
-    );
-  }
-}
-
-/** `client.requestAttemptTimeoutMs` elapsed for one attempt. */
-export class AttemptTimeoutError extends ProxyError {
-  constructor(timeoutMs: number, details?: TimeoutDetails) {
-    super(
-      'PRX_ERR_ATTEMPT_TIMEOUT',
-      timeoutMessage(timeoutMs, details, 'waiting for a response for an individual request, excluding retries'),
-      503,
-      details?.retryable === true,
-    );
-  }
 }

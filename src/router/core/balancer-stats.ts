@@ -1,6 +1,12 @@
-import type { Balancer } from '../../service/balancer/types.js';
+import type { Balancer, BalancerNode } from '../../service/balancer/types.js';
 import type { Counter, StatsReceiver } from '../../service/stats/index.js';
-import type { Endpoint } from './endpoint.js';
+
+/** What the stats read of a balanced endpoint. */
+export interface BalancedEndpoint extends BalancerNode {
+  readonly closed: boolean;
+  readonly load: number;
+  readonly weight: number;
+}
 
 /**
  * A client's `loadbalancer/*` stats, Finagle's names: gauges `size`, `available`, `busy` (taken
@@ -9,13 +15,13 @@ import type { Endpoint } from './endpoint.js';
  * (endpoints entering and leaving the set, probation included); with `aperture`, the window's
  * size as the `aperture` gauge.
  */
-export class LoadBalancerStats {
+export class LoadBalancerStats<E extends BalancedEndpoint> {
   readonly #adds: Counter;
   readonly #removes: Counter;
   readonly #updates: Counter;
-  readonly #balancer: Balancer<Endpoint>;
+  readonly #balancer: Balancer<E>;
 
-  constructor(stats: StatsReceiver, balancer: Balancer<Endpoint>) {
+  constructor(stats: StatsReceiver, balancer: Balancer<E>) {
     this.#balancer = balancer;
     const lb = stats.scope('loadbalancer');
     lb.gauge(['size'], () => balancer.size);
@@ -49,7 +55,7 @@ export class LoadBalancerStats {
   }
 
   /** The balancer took a new address set; `before` is the node set it had. */
-  updated(before: ReadonlySet<Endpoint>): void {
+  updated(before: ReadonlySet<E>): void {
     this.#updates.incr();
     let kept = 0;
     for (const e of this.#balancer.nodes) {

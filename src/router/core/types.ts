@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { registerKind, type KindDef } from '../config/registry.js';
-import type { Dtab, MountedNamer, NameInterpreter, Namer, Path } from '../naming/index.js';
-import type { StatsReceiver } from '../service/stats/index.js';
-import type { Tracer } from '../service/tracing.js';
+import { registerKind, type KindDef } from '../../config/registry.js';
+import type { Dtab, MountedNamer, NameInterpreter, Namer, Path } from '../../naming/index.js';
+import type { StatsReceiver } from '../../service/stats/index.js';
+import type { Tracer } from '../../service/tracing.js';
 import type { ProtectedListeners } from './protected-listeners.js';
 
 /** What the process gives every router it builds. */

@@ -1,142 +1,40 @@
 import type { Logger } from 'pino';
-import { PrxError } from '../../core/errors.js';
 import { addressKey, type Addr, type BoundName, type Closable } from '../../naming/index.js';
 import type { Balancer, BalancerFactory } from '../../service/balancer/types.js';
+import type { ResponseClass } from '../../service/classifier.js';
+import { AdminTargetRefusedError, ConnectionFailedError, NoBrokersAvailableError, TooManyWaitersError } from '../../service/failures.js';
+import type { FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { RetryBudget } from '../../service/policy/index.js';
-import { clientServiceStats, StatusCodeCounters, type Counter, type StatsReceiver } from '../../service/stats/index.js';
+import { clientServiceStats, type Counter, type StatsReceiver } from '../../service/stats/index.js';
 import { ExceptionCounters, transportError } from '../../service/stats/exception-stats.js';
-import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import { AdminTargetRefusedError, ProxyError } from '../../protocol/http/headers/proxy-errors.js';
-import type { ProtectedListeners } from '../protected-listeners.js';
-import { NoBrokersAvailableError } from '../binding.js';
-import { Endpoint, isReplayable, type AttemptHandle, type EndpointOptions, type OutboundRequest } from './endpoint.js';
+import type { ProtectedListeners } from './protected-listeners.js';
+import { Endpoint } from './endpoint.js';
 import { LoadBalancerStats } from './balancer-stats.js';
 import { clientCounters, type ClientCounters } from './client-counters.js';
-
-/** Connection to an endpoint failed before any response (refused, reset, unreachable, timed out). */
-export class ConnectionFailedError extends PrxError {
-  readonly address: string;
-  readonly clientId: string;
-  readonly addresses: readonly string[];
-  constructor(address: string, clientId: string, addresses: readonly string[], cause: Error) {
-    super('PRX_ERR_CONNECTION_FAILED', `Unable to establish connection to ${address}.`, { cause });
-    this.address = address;
-    this.clientId = clientId;
-    this.addresses = addresses;
-  }
-}
-
-/**
- * An endpoint's pool is full (connections and waiters): Finagle's TooManyWaiters, a rejection.
- * It is requeued on another endpoint; when none can take it the client gets a 502 saying so, with
- * `prx-retryable: true` (the request never left), not a connection failure.
- */
-export class TooManyWaitersError extends ProxyError {
-  constructor(address: string) {
-    super('PRX_ERR_TOO_MANY_WAITERS', `too many requests waiting for a connection to ${address}`, 502, true);
-  }
-}
-
-// Error codes of failures that happen before the request reached the application: safe to
-// send again to another endpoint when the body can be replayed (Finagle requeues these).
-const CONNECT_FAILURES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-  'PRX_ERR_TOO_MANY_WAITERS',
-  // The lean h1 client's counterparts of UND_ERR_SOCKET, _CONNECT_TIMEOUT and _DESTROYED.
-  'PRX_ERR_UPSTREAM_CLOSED',
-  'PRX_ERR_UPSTREAM_CONNECT_TIMEOUT',
-  'PRX_ERR_UPSTREAM_POOL_CLOSED',
-]);
-
-// OpenSSL's certificate verification failures, as node names them on a TLS client socket.
-const CERT_VERIFY_FAILURES = new Set([
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
-  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_NOT_YET_VALID',
-  'CERT_HAS_EXPIRED',
-  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
-  'ERROR_IN_CERT_NOT_AFTER_FIELD',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'CERT_CHAIN_TOO_LONG',
-  'CERT_REVOKED',
-  'INVALID_CA',
-  'PATH_LENGTH_EXCEEDED',
-  'INVALID_PURPOSE',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'HOSTNAME_MISMATCH',
-]);
-
-/**
- * Whether `err` is a failure to establish a connection (or to use it before anything was sent):
- * refused, unreachable, timed out, or a TLS handshake that failed (node's ERR_TLS_* and ERR_SSL_*
- * codes, and certificate verification), as Finagle counts a failed handshake as a failed connect.
- */
-export function isConnectFailure(err: unknown): boolean {
-  const code = errorCode(err);
-  return CONNECT_FAILURES.has(code) || isTlsFailure(err);
-}
-
-/** Whether `err` is a failed TLS handshake (an operator's business: a certificate or name is wrong). */
-function isTlsFailure(err: unknown): boolean {
-  const code = errorCode(err);
-  return code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || CERT_VERIFY_FAILURES.has(code);
-}
-
-/** `err.code` when it is a string, else ''. */
-function errorCode(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : '';
-}
+import type { AttemptHandle, ClientProtocol, Exchange, ResponseStats } from './transport.js';
 
 /** How often one endpoint's failing TLS handshakes are logged. */
 const TLS_WARN_INTERVAL_MS = 60_000;
-
-// Once the request is on a connected socket, only a failed write (Finagle's WriteException) is
-// requeued: a peer that closed the connection cleanly after reading may have acted on the request.
-const WRITE_FAILURES = new Set(['EPIPE', 'ECONNRESET']);
-
-/** Whether an attempt that failed with `err` is safe to send again to another endpoint. */
-export function isRequeueable(err: unknown, exchange: UpstreamExchange | undefined): boolean {
-  if (!isConnectFailure(err)) return false;
-  if (exchange === undefined) return true;
-  if (exchange.responded) return false;
-  return !exchange.requestStarted || WRITE_FAILURES.has((err as { code: string }).code);
-}
 
 /** Finagle's cap on requeues of one request. */
 const MAX_REQUEUES = 25;
 const FAIL_FAST_MIN_MS = 1000;
 const FAIL_FAST_MAX_MS = 32_000;
 
-/** The client parameters an {@link HttpClient} needs, resolved for its id. */
-export interface HttpClientParams {
-  readonly endpoint: EndpointOptions;
+/** The client parameters a {@link Client} needs, resolved for its id. */
+export interface ClientParams<TransportOpts> {
+  /** How the protocol's transport connects to each endpoint. */
+  readonly transport: TransportOpts;
+  readonly accrual: FailureAccrualPolicyFactory;
   readonly balancer: BalancerFactory;
   readonly failFast: boolean;
   readonly requeueBudget: { readonly minRetriesPerSec: number; readonly percentCanRetry: number; readonly ttlSecs: number };
 }
 
 /** One attempt's outcome: the exchange (its head resolved) and the endpoint that served it. */
-export interface Attempt {
-  readonly exchange: UpstreamExchange;
-  readonly endpoint: Endpoint;
+export interface Attempt<Req, Ex extends Exchange> {
+  readonly exchange: Ex;
+  readonly endpoint: Endpoint<Req, Ex>;
   readonly started: number;
 }
 
@@ -145,15 +43,16 @@ export interface Attempt {
  * balancer over the live endpoints of its address set, with connection-level requeues under a
  * budget, failure accrual per endpoint and Finagle's client stats (`rt/<router>/client/<id>/…`).
  */
-export class HttpClient implements Closable {
+export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifier = unknown> implements Closable {
   readonly id: string;
-  readonly #endpoints = new Map<string, Endpoint>();
+  readonly #endpoints = new Map<string, Endpoint<Req, Ex>>();
   /** Endpoints discovery removed that the balancer keeps while they stay available (enableProbation). */
-  readonly #probation = new Set<Endpoint>();
+  readonly #probation = new Set<Endpoint<Req, Ex>>();
   /** Endpoints closed while requests were still on them: counted in `pending` until they finish. */
-  readonly #draining = new Set<Endpoint>();
-  readonly #balancer: Balancer<Endpoint>;
-  readonly #params: HttpClientParams;
+  readonly #draining = new Set<Endpoint<Req, Ex>>();
+  readonly #balancer: Balancer<Endpoint<Req, Ex>>;
+  readonly #params: ClientParams<TransportOpts>;
+  readonly #protocol: ClientProtocol<Req, Ex, TransportOpts, Classifier>;
   readonly #requeueBudget: RetryBudget;
   readonly #stats: StatsReceiver;
   readonly #log: Logger;
@@ -166,13 +65,13 @@ export class HttpClient implements Closable {
   readonly #removals: Counter;
   readonly #revivals: Counter;
   readonly #probes: Counter;
-  readonly #lbStats: LoadBalancerStats;
+  readonly #lbStats: LoadBalancerStats<Endpoint<Req, Ex>>;
   /** Finagle's `removed_for_ms`: a counter adding up the backoff of every removal. */
   readonly #removedFor: Counter;
-  readonly #statuses: StatusCodeCounters;
+  readonly #responseStats: ResponseStats<Ex>;
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
-  /** Requests that arrived before the name's first address was known (see {@link HttpClient.whenResolved}). */
+  /** Requests that arrived before the name's first address was known (see {@link Client.whenResolved}). */
   #unresolvedWaiters: (() => void)[] | undefined = [];
 
   readonly #onClose: (() => void) | undefined;
@@ -184,17 +83,26 @@ export class HttpClient implements Closable {
    * `onClose` runs once the client is closed (its cache entry evicted): the owner's clean-up.
    * Requests are never sent to `protectedListeners` (the process's admin interface).
    */
-  constructor(name: BoundName, params: HttpClientParams, stats: StatsReceiver, log: Logger, onClose?: () => void, protectedListeners?: ProtectedListeners) {
+  constructor(
+    name: BoundName,
+    protocol: ClientProtocol<Req, Ex, TransportOpts, Classifier>,
+    params: ClientParams<TransportOpts>,
+    stats: StatsReceiver,
+    log: Logger,
+    onClose?: () => void,
+    protectedListeners?: ProtectedListeners,
+  ) {
     this.id = name.idStr;
+    this.#protocol = protocol;
     this.#onClose = onClose;
     this.#protected = protectedListeners;
     this.#params = params;
     this.#stats = stats;
     this.#log = log;
-    this.#balancer = params.balancer<Endpoint>();
+    this.#balancer = params.balancer<Endpoint<Req, Ex>>();
     this.#requeueBudget = new RetryBudget(params.requeueBudget);
     this.#counters = clientCounters(stats);
-    this.#statuses = new StatusCodeCounters(stats);
+    this.#responseStats = protocol.responseStats(stats);
     this.#requeues = stats.counter('retries', 'requeues');
     this.#exn = new ExceptionCounters(stats, 'exn');
     this.#requeueExhausted = stats.counter('retries', 'budget_exhausted');
@@ -269,7 +177,7 @@ export class HttpClient implements Closable {
    * response head arrives. A failed attempt is counted here, for the client and for `service`
    * (the logical name it was sent for); a response is counted by {@link record}.
    */
-  async send(req: OutboundRequest, handle: AttemptHandle, service: string): Promise<Attempt> {
+  async send(req: Req, handle: AttemptHandle, service: string): Promise<Attempt<Req, Ex>> {
     this.#requeueBudget.deposit();
     for (let requeues = 0; ; requeues++) {
       if (handle.cancelled !== undefined) throw handle.cancelled;
@@ -283,7 +191,7 @@ export class HttpClient implements Closable {
       endpoint.accrual.tryAcquire();
       if (endpoint.accrual.probes !== probes) this.#probes.incr();
       const started = performance.now();
-      let exchange: UpstreamExchange | undefined;
+      let exchange: Ex | undefined;
       try {
         if (endpoint.saturated) throw new TooManyWaitersError(endpoint.key);
         exchange = endpoint.dispatch(req);
@@ -293,7 +201,9 @@ export class HttpClient implements Closable {
       } catch (err) {
         const e = err instanceof Error ? err : new Error(String(err));
         const cancelled = handle.cancelled !== undefined;
-        const connectFailure = !cancelled && isRequeueable(e, exchange);
+        const protocol = this.#protocol;
+        // A full pool (a rejection: the request never left) is requeued like a failed connect.
+        const connectFailure = !cancelled && (e instanceof TooManyWaitersError || protocol.isRequeueable(e, exchange));
         this.#countFailure(this.#counters, e);
         this.#countFailure(this.#serviceCounters(service), e);
         const transport = transportError(e);
@@ -307,11 +217,11 @@ export class HttpClient implements Closable {
           this.#leaveProbationIfDown(endpoint);
         }
         // The 502 keeps Linkerd's text, which does not say why: the log does, once a minute per endpoint.
-        if (isTlsFailure(e) && endpoint.warnDue(TLS_WARN_INTERVAL_MS)) {
+        if (protocol.isTlsFailure(e) && endpoint.warnDue(TLS_WARN_INTERVAL_MS)) {
           this.#log.warn({ client: this.id, endpoint: endpoint.key, err: e.message }, 'TLS handshake with endpoint failed');
         }
         if (!connectFailure) throw e;
-        if (requeues >= MAX_REQUEUES || !isReplayable(req)) throw this.#requeueFailed(endpoint, e);
+        if (requeues >= MAX_REQUEUES || !protocol.isReplayable(req)) throw this.#requeueFailed(endpoint, e);
         if (!this.#requeueBudget.tryWithdraw()) {
           this.#requeueExhausted.incr();
           throw this.#requeueFailed(endpoint, e);
@@ -326,7 +236,8 @@ export class HttpClient implements Closable {
    * Records a classified response: client stats, the per-service breakdown, the status code,
    * failure accrual and the balancer's latency view.
    */
-  record(attempt: Attempt, service: string, success: boolean): void {
+  record(attempt: Attempt<Req, Ex>, service: string, cls: ResponseClass): void {
+    const success = cls === 'success';
     const latency = performance.now() - attempt.started;
     const c = this.#counters;
     c.requests.incr();
@@ -340,12 +251,14 @@ export class HttpClient implements Closable {
       s.failureClasses.recordSynthetic();
     }
     s.latency.add(latency);
-    this.#statuses.record(attempt.exchange.status);
     const ex = attempt.exchange;
+    this.#responseStats.record(ex);
     if (success && !ex.finished) {
-      // The body still streams: failure accrual hears of the success once it is complete
-      // (#bodySucceeded), or of a failure if the body breaks (recordBodyFailure).
-      ex.successPending = true;
+      // The response still streams: failure accrual hears of its outcome once it has ended
+      // (#outcome, where the protocol may still call it a failure), or of a failure if it breaks
+      // (recordBodyFailure).
+      ex.outcomePending = true;
+      ex.headClass = cls;
       this.#balancer.observe(attempt.endpoint, latency, false);
       return;
     }
@@ -356,24 +269,32 @@ export class HttpClient implements Closable {
    * The body of a response counted at its head failed on the endpoint's side (a framing error, a
    * connection cut mid-body): a failure against the endpoint, as Finagle counts a codec failure.
    */
-  recordBodyFailure(attempt: Attempt): void {
-    attempt.exchange.successPending = false;
+  recordBodyFailure(attempt: Attempt<Req, Ex>): void {
+    attempt.exchange.outcomePending = false;
     this.#accrue(attempt.endpoint, false);
     this.#balancer.observe(attempt.endpoint, performance.now() - attempt.started, true);
     this.#leaveProbationIfDown(attempt.endpoint);
   }
 
-  readonly #bodySucceeded = (endpoint: Endpoint): void => this.#accrue(endpoint, true);
+  /** A streamed response whose outcome was pending has ended: its final class (the protocol's, or the head's). */
+  readonly #outcome = (endpoint: Endpoint<Req, Ex>, ex: Ex): void => {
+    const success = (this.#protocol.endClass(ex) ?? ex.headClass) === 'success';
+    this.#accrue(endpoint, success);
+    if (!success) {
+      this.#balancer.observe(endpoint, 0, true);
+      this.#leaveProbationIfDown(endpoint);
+    }
+  };
 
   /** Feeds failure accrual and the balancer; counts removals (and for how long) and revivals. */
-  recordOutcome(endpoint: Endpoint, success: boolean, latencyMs: number): void {
+  recordOutcome(endpoint: Endpoint<Req, Ex>, success: boolean, latencyMs: number): void {
     this.#accrue(endpoint, success);
     this.#balancer.observe(endpoint, latencyMs, !success);
     if (!success) this.#leaveProbationIfDown(endpoint);
   }
 
   /** Failure accrual (and fail-fast) of one outcome; counts removals (and for how long) and revivals. */
-  #accrue(endpoint: Endpoint, success: boolean): void {
+  #accrue(endpoint: Endpoint<Req, Ex>, success: boolean): void {
     const a = endpoint.accrual;
     const removals = a.removals;
     const revivals = a.revivals;
@@ -391,7 +312,7 @@ export class HttpClient implements Closable {
   }
 
   /** An endpoint on probation that is no longer available leaves the set for good (the balancer drops it too): close it. */
-  #leaveProbationIfDown(endpoint: Endpoint): void {
+  #leaveProbationIfDown(endpoint: Endpoint<Req, Ex>): void {
     if (this.#probation.size === 0 || endpoint.available || !this.#probation.delete(endpoint)) return;
     if (this.#endpoints.get(endpoint.key) === endpoint) this.#endpoints.delete(endpoint.key);
     this.#lbStats.removed();
@@ -399,7 +320,7 @@ export class HttpClient implements Closable {
   }
 
   /** Closes an endpoint that left the set; requests on it finish first, and stay counted meanwhile. */
-  #retire(endpoint: Endpoint): void {
+  #retire(endpoint: Endpoint<Req, Ex>): void {
     this.#draining.add(endpoint);
     void endpoint.close().finally(() => this.#draining.delete(endpoint));
   }
@@ -420,11 +341,11 @@ export class HttpClient implements Closable {
   }
 
   /** The failure a request gets once it cannot be requeued again: a rejection stays one. */
-  #requeueFailed(endpoint: Endpoint, cause: Error): Error {
+  #requeueFailed(endpoint: Endpoint<Req, Ex>, cause: Error): Error {
     return cause instanceof TooManyWaitersError ? cause : this.#connectionFailed(endpoint, cause);
   }
 
-  #connectionFailed(endpoint: Endpoint, cause: Error): ConnectionFailedError {
+  #connectionFailed(endpoint: Endpoint<Req, Ex>, cause: Error): ConnectionFailedError {
     return new ConnectionFailedError(endpoint.key, this.id, this.addresses, cause);
   }
 
@@ -437,7 +358,7 @@ export class HttpClient implements Closable {
       if (addr.kind === 'failed') this.#log.warn({ client: this.id, err: addr.error.message }, 'address resolution failed; keeping last endpoints');
       return;
     }
-    const next = new Map<string, Endpoint>();
+    const next = new Map<string, Endpoint<Req, Ex>>();
     this.#refusedTarget = undefined;
     if (addr.kind === 'bound') {
       for (const a of addr.addresses) {
@@ -450,7 +371,7 @@ export class HttpClient implements Closable {
           continue;
         }
         const old = this.#endpoints.get(key);
-        next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint(a, this.#params.endpoint, this.#bodySucceeded));
+        next.set(key, old !== undefined && old.weight === (a.weight > 0 ? a.weight : 1) ? old : new Endpoint<Req, Ex>(a, this.#protocol.transport(a, this.#params.transport), this.#params.accrual, this.#outcome));
       }
     }
     const before = new Set(this.#balancer.nodes);

@@ -4,13 +4,11 @@ import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
 import { addressKey } from '../../naming/index.js';
-import type { BalancerNode } from '../../service/balancer/types.js';
-import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
 import { H1Pool } from '../../protocol/http/h1-pool.js';
-import { PrxError } from '../../core/errors.js';
+import type { Transport } from '../core/transport.js';
 
-/** How connections to one endpoint are made and kept (client params, resolved). */
+/** How connections to one HTTP/1.1 endpoint are made and kept (client params, resolved). */
 export interface EndpointOptions {
   readonly maxConnections: number | null;
   readonly maxWaiters: number;
@@ -28,7 +26,6 @@ export interface EndpointOptions {
   /** `responseIdleTimeoutMs`: how long a due response may go without an upstream byte (0: no limit). */
   readonly responseIdleTimeoutMs: number;
   readonly tls: EndpointTls | undefined;
-  readonly accrual: FailureAccrualPolicyFactory;
 }
 
 export interface EndpointTls {
@@ -46,6 +43,8 @@ export interface OutboundRequest {
   upgrade: string | null;
   /** The inbound TLS client certificate as an `x-forwarded-client-cert` value, if any. */
   clientCert: string | undefined;
+  /** The inbound body is chunked (streamed): never retried once sent. */
+  chunked: boolean;
 }
 
 // undici costs ~60 ms of start-up to load and is only needed for TLS upstreams and upgrades.
@@ -62,77 +61,22 @@ export function isReplayable(out: OutboundRequest): boolean {
 }
 
 /**
- * The client went away (reset, or ended its side before any answer began) or stopped sending its
- * body while its request was in flight: the upstream work is cancelled (Finagle's
- * CancelledRequestException). Counted under `failures/RequestCancelledError` in the client and
- * service stats, but never against the endpoint: failure accrual and the balancer ignore it.
+ * The connections of one HTTP/1.1 endpoint: the lean h1 pool for plaintext, undici for TLS, and a
+ * client of its own per upgrade request.
  */
-export class RequestCancelledError extends PrxError {
-  constructor() {
-    super('PRX_ERR_REQUEST_CANCELLED', 'request cancelled: the client went away');
-  }
-}
-
-/**
- * The request's current upstream exchange, so a timeout or the client going away can abort it.
- * One per inbound request, reused across attempts.
- */
-export class AttemptHandle {
-  exchange: UpstreamExchange | undefined;
-  /** Set when the inbound side is gone: no further attempt may start. */
-  cancelled: Error | undefined;
-
-  /** Aborts the exchange in flight; `final` also stops further attempts. */
-  abort(err: Error, final: boolean): void {
-    if (final) this.cancelled = err;
-    this.exchange?.abort(err);
-  }
-}
-
-/**
- * One upstream address: its connection pool, its load (requests in flight, including those
- * queued for a connection) and its failure-accrual state. What load balancers pick from.
- */
-export class Endpoint implements BalancerNode {
-  readonly key: string;
-  readonly address: Address;
-  readonly weight: number;
-  load = 0;
-  readonly accrual: FailureAccrualState;
+export class HttpTransport implements Transport<OutboundRequest, UpstreamExchange> {
+  readonly #key: string;
   /** Plain-HTTP endpoints: the lean client (upgrades still take an undici connection). */
   readonly #h1: H1Pool | undefined;
   /** TLS endpoints: undici, made on first use. */
   #pool: Undici.Pool | undefined;
-  /** Upgrade requests in flight, each on a client of its own (see {@link Endpoint.dispatch}). */
+  /** Upgrade requests in flight, each on a client of its own (see {@link HttpTransport.dispatch}). */
   readonly #upgrades = new Set<Undici.Client>();
   readonly #opts: EndpointOptions;
-  #closed = false;
-  /** Fail-fast: after a connection failure the endpoint sits out until this time (epoch ms). */
-  #failFastUntil = 0;
-  #failFastMs = 0;
-  /** When a warning about this endpoint was last logged (epoch ms). */
-  #warnedAt = -Infinity;
-  /** Told when a body whose head was classified a success completes (the success counts then). */
-  readonly #onBodySucceeded: ((e: Endpoint) => void) | undefined;
-  readonly #onDone = (ex: UpstreamExchange): void => {
-    this.load--;
-    if (!ex.successPending) return;
-    ex.successPending = false;
-    // A complete body confirms the success counted at its head. One ended for a reason that is not
-    // the endpoint's (the client left, its head could not be written; the endpoint's own body
-    // failures are recorded before this) is ignored, which still releases a probe it held:
-    // otherwise a probing endpoint would wait for an outcome that never comes.
-    if (ex.error === undefined) this.#onBodySucceeded?.(this);
-    else this.accrual.recordIgnored();
-  };
 
-  constructor(address: Address, opts: EndpointOptions, onBodySucceeded?: (e: Endpoint) => void) {
-    this.#onBodySucceeded = onBodySucceeded;
-    this.address = address;
-    this.key = addressKey(address);
-    this.weight = address.weight > 0 ? address.weight : 1;
+  constructor(address: Address, opts: EndpointOptions) {
+    this.#key = addressKey(address);
     this.#opts = opts;
-    this.accrual = new FailureAccrualState(opts.accrual());
     this.#h1 =
       opts.tls === undefined
         ? new H1Pool({
@@ -162,7 +106,7 @@ export class Endpoint implements BalancerNode {
   }
 
   #origin(): string {
-    return `${this.#opts.tls === undefined ? 'http' : 'https'}://${this.key}`;
+    return `${this.#opts.tls === undefined ? 'http' : 'https'}://${this.#key}`;
   }
 
   /** What undici's pool and an upgrade's own client share. */
@@ -190,51 +134,23 @@ export class Endpoint implements BalancerNode {
     };
   }
 
-  get available(): boolean {
-    return !this.#closed && this.accrual.isAvailable && (this.#failFastUntil === 0 || Date.now() >= this.#failFastUntil);
-  }
-
-  /** Takes the endpoint out after a connection failure, doubling the pause each time (failFast). */
-  markFailFast(minMs: number, maxMs: number): void {
-    this.#failFastMs = this.#failFastMs === 0 ? minMs : Math.min(maxMs, this.#failFastMs * 2);
-    this.#failFastUntil = Date.now() + this.#failFastMs;
-  }
-
-  clearFailFast(): void {
-    this.#failFastUntil = 0;
-    this.#failFastMs = 0;
-  }
-
-  /** True at most once per `intervalMs`: rate-limits warnings about this endpoint. */
-  warnDue(intervalMs: number): boolean {
-    const now = Date.now();
-    if (now - this.#warnedAt < intervalMs) return false;
-    this.#warnedAt = now;
-    return true;
-  }
-
-  get closed(): boolean {
-    return this.#closed;
-  }
-
   /** Open connections (for the client's `connections` gauge). */
   get connections(): number {
     // Also after close(): connections under requests still running stay open until they finish.
     return (this.#h1?.connected ?? 0) + (this.#pool?.stats.connected ?? 0);
   }
 
-  /** True when one more request would exceed the pool's connections plus waiters. */
-  get saturated(): boolean {
+  /** True when `load` requests fill the pool's connections plus waiters. */
+  saturated(load: number): boolean {
     const max = this.#opts.maxConnections;
-    return max !== null && this.load >= max + this.#opts.maxWaiters;
+    return max !== null && load >= max + this.#opts.maxWaiters;
   }
 
   /** Sends `req`; the exchange's `head` settles with the response head or the failure. */
-  dispatch(req: OutboundRequest): UpstreamExchange {
-    this.load++;
+  dispatch(req: OutboundRequest, onDone: (ex: UpstreamExchange) => void): UpstreamExchange {
     const h1 = this.#h1;
     if (h1 !== undefined && req.upgrade === null) {
-      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
+      const ex = new UpstreamExchange(this.#opts.responseBody, onDone);
       h1.dispatch(req, ex);
       return ex;
     }
@@ -251,7 +167,7 @@ export class Endpoint implements BalancerNode {
     const servername = this.#opts.tls?.servername;
     if (servername !== undefined) options.servername = servername;
     if (req.upgrade === null) {
-      const ex = new UpstreamExchange(this.#opts.responseBody, this.#onDone);
+      const ex = new UpstreamExchange(this.#opts.responseBody, onDone);
       this.#undici().dispatch(options, ex);
       return ex;
     }
@@ -261,7 +177,7 @@ export class Endpoint implements BalancerNode {
     const client = new (undici().Client)(this.#origin(), this.#undiciOptions());
     this.#upgrades.add(client);
     const ex = new UpstreamExchange(this.#opts.responseBody, (done) => {
-      this.#onDone(done);
+      onDone(done);
       this.#upgrades.delete(client);
       void client.destroy().catch(() => undefined);
     });
@@ -271,14 +187,11 @@ export class Endpoint implements BalancerNode {
 
   /** Stops taking requests; in-flight ones finish, then connections close. */
   close(): Promise<void> {
-    if (this.#closed) return Promise.resolve();
-    this.#closed = true;
     return Promise.all([this.#h1?.close(), this.#pool?.close().catch(() => undefined)]).then(() => undefined);
   }
 
   /** Closes every connection now, failing in-flight requests. */
   destroy(): Promise<void> {
-    this.#closed = true;
     const upgrades = [...this.#upgrades].map((c) => c.destroy().catch(() => undefined));
     return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined), ...upgrades]).then(() => undefined);
   }

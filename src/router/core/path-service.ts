@@ -1,36 +1,38 @@
-import { AttemptTimeoutError, TotalTimeoutError } from '../../protocol/http/headers/proxy-errors.js';
 import type { BoundName, Closable, Dtab } from '../../naming/index.js';
-import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
+import type { ResponseClass } from '../../service/classifier.js';
+import { AttemptTimeoutError, BindingFailedError, BindingTimeoutError, NoBrokersAvailableError, TotalTimeoutError } from '../../service/failures.js';
 import { NO_BACKOFF, RetryBudget, type Backoff, type BackoffStream } from '../../service/policy/index.js';
 import type { Counter, Histogram, StatsReceiver } from '../../service/stats/index.js';
 import { ExceptionCounters } from '../../service/stats/exception-stats.js';
-import { BindingFailedError, BindingTimeoutError, NoBrokersAvailableError, pickLeaf, type PathBinding } from '../binding.js';
-import type { Lease } from '../cache.js';
-import type { Attempt, HttpClient } from './client.js';
-import { isReplayable, type AttemptHandle, type OutboundRequest } from './endpoint.js';
+import { pickLeaf, type PathBinding } from './binding.js';
+import type { Lease } from './cache.js';
+import type { Attempt, Client } from './client.js';
+import type { AttemptHandle, ClientProtocol, Exchange } from './transport.js';
 
 /** The parameters of one service (logical name), resolved from the router's service policy. */
-export interface ServiceParams {
-  readonly classifier: ResponseClassifier;
+export interface ServiceParams<Classifier> {
+  readonly classifier: Classifier;
   readonly budget: { readonly minRetriesPerSec: number; readonly percentCanRetry: number; readonly ttlSecs: number };
   readonly backoff: Backoff | undefined;
   readonly totalTimeoutMs: number | undefined;
 }
 
 /** What a path service needs from its router: the lower caches and per-request hooks. */
-export interface PathServiceHost {
+export interface PathServiceHost<Req, Ex extends Exchange, Classifier> {
+  /** The protocol's answers about requests, responses and failures. */
+  readonly protocol: ClientProtocol<Req, Ex, unknown, Classifier>;
   /** Borrows the client of a bound name (client cache). */
-  client(name: BoundName): Lease<HttpClient>;
+  client(name: BoundName): Lease<Client<Req, Ex, unknown, Classifier>>;
   /** Client-parameter per-attempt settings (timeouts, cert forwarding) for a client id. */
   attemptTimeoutMs(clientId: string): number | undefined;
-  /** Called before each attempt to set the per-client headers (`prx-dst-client`, residual, XFCC). */
-  prepareAttempt(out: OutboundRequest, name: BoundName, clientId: string): void;
+  /** Called before each attempt: per-destination request state (HTTP: `prx-dst-client`, residual, XFCC). */
+  prepareAttempt(req: Req, name: BoundName, clientId: string): void;
 }
 
 /** The outcome of serving one request through a path service. */
-export interface Served {
-  readonly attempt: Attempt;
-  readonly client: HttpClient;
+export interface Served<Req, Ex extends Exchange> {
+  readonly attempt: Attempt<Req, Ex>;
+  readonly client: Client<Req, Ex>;
   readonly responseClass: ResponseClass;
 }
 
@@ -51,12 +53,12 @@ interface ServiceCounters {
  * stats. Each attempt picks a leaf of the current bound tree (so a re-binding applies to the next
  * attempt), borrows that destination's client and sends.
  */
-export class PathService implements Closable {
+export class PathService<Req, Ex extends Exchange, Classifier = unknown> implements Closable {
   readonly dst: string;
   readonly localDtab: Dtab;
   readonly binding: PathBinding;
-  readonly #params: ServiceParams;
-  readonly #host: PathServiceHost;
+  readonly #params: ServiceParams<Classifier>;
+  readonly #host: PathServiceHost<Req, Ex, Classifier>;
   readonly #budget: RetryBudget;
   readonly #c: ServiceCounters;
   readonly #bindingTimeoutMs: number;
@@ -66,8 +68,8 @@ export class PathService implements Closable {
     dst: string;
     localDtab: Dtab;
     binding: PathBinding;
-    params: ServiceParams;
-    host: PathServiceHost;
+    params: ServiceParams<Classifier>;
+    host: PathServiceHost<Req, Ex, Classifier>;
     stats: StatsReceiver;
     bindingTimeoutMs: number;
     onClose: () => void;
@@ -96,16 +98,11 @@ export class PathService implements Closable {
 
   /**
    * Sends `out` until a response is accepted (or retries run out). `bindDeadline` bounds the wait
-   * for a pending binding. `replayable` says whether the body can be sent again.
+   * for a pending binding; `started` (performance.now()) starts the total timeout.
    */
-  async serve(
-    out: OutboundRequest,
-    handle: AttemptHandle,
-    bindDeadline: number,
-    chunked: boolean,
-    started: number,
-  ): Promise<Served> {
+  async serve(out: Req, handle: AttemptHandle, bindDeadline: number, started: number): Promise<Served<Req, Ex>> {
     const p = this.#params;
+    const protocol = this.#host.protocol;
     this.#budget.deposit();
     const totalMs = p.totalTimeoutMs;
     const totalDeadline = totalMs === undefined ? Infinity : started + totalMs;
@@ -130,27 +127,22 @@ export class PathService implements Closable {
             throw e;
           }
         }
-        let attempt: Attempt | undefined;
+        let attempt: Attempt<Req, Ex> | undefined;
         let responseClass: ResponseClass;
         let failure: Error | undefined;
         try {
           this.#host.prepareAttempt(out, name, client.id);
           attempt = await this.#attempt(client, out, handle, totalDeadline, totalMs);
-          responseClass = p.classifier.classify({
-            method: out.method,
-            status: attempt.exchange.status,
-            retryableHeader: attempt.exchange.headers['prx-retryable'] === 'true',
-            chunked,
-          });
-          client.record(attempt, this.dst, responseClass === 'success');
+          responseClass = protocol.classify(p.classifier, out, attempt.exchange);
+          client.record(attempt, this.dst, responseClass);
         } catch (err) {
           failure = err instanceof Error ? err : new Error(String(err));
           if (failure instanceof TotalTimeoutError || failure instanceof NoBrokersAvailableError || handle.cancelled !== undefined) throw failure;
-          responseClass = p.classifier.classify({ method: out.method, error: failure, chunked });
+          responseClass = protocol.classifyFailure(p.classifier, out, failure);
         } finally {
           lease.release();
         }
-        if (responseClass === 'retryableFailure' && isReplayable(out)) {
+        if (responseClass === 'retryableFailure' && protocol.isReplayable(out)) {
           backoff ??= (p.backoff ?? NO_BACKOFF).stream();
           const wait = backoff.nextMs();
           if (performance.now() + wait < totalDeadline) {
@@ -165,7 +157,7 @@ export class PathService implements Closable {
           }
         }
         if (failure !== undefined) throw failure;
-        return { attempt: attempt as Attempt, client, responseClass };
+        return { attempt: attempt as Attempt<Req, Ex>, client, responseClass };
       }
     } finally {
       this.#c.retriesPerRequest.add(retries);
@@ -188,20 +180,20 @@ export class PathService implements Closable {
   }
 
   /** One attempt: a plain send, or (with a deadline) one raced against its timer. */
-  #attempt(client: HttpClient, out: OutboundRequest, handle: AttemptHandle, totalDeadline: number, totalMs: number | undefined): Promise<Attempt> {
+  #attempt(client: Client<Req, Ex>, out: Req, handle: AttemptHandle, totalDeadline: number, totalMs: number | undefined): Promise<Attempt<Req, Ex>> {
     const attemptMs = this.#host.attemptTimeoutMs(client.id);
     if (attemptMs === undefined && totalDeadline === Infinity) return client.send(out, handle, this.dst);
     return this.#timedAttempt(client, out, handle, attemptMs, totalDeadline, totalMs);
   }
 
   async #timedAttempt(
-    client: HttpClient,
-    out: OutboundRequest,
+    client: Client<Req, Ex>,
+    out: Req,
     handle: AttemptHandle,
     attemptMs: number | undefined,
     totalDeadline: number,
     totalMs: number | undefined,
-  ): Promise<Attempt> {
+  ): Promise<Attempt<Req, Ex>> {
     const now = performance.now();
     const attemptDeadline = attemptMs === undefined ? Infinity : now + attemptMs;
     const deadline = Math.min(attemptDeadline, totalDeadline);

@@ -1,33 +1,5 @@
-import { PrxError } from '../core/errors.js';
-import { formatFinagleDuration } from '../protocol/http/headers/proxy-errors.js';
-import type { Activity, BoundName, Closable, NameTree, State } from '../naming/index.js';
-
-/** The name bound to no destination (Neg, Empty, or no endpoints): Linkerd's 502 "Unable to route request!". */
-export class NoBrokersAvailableError extends PrxError {
-  readonly dst: string;
-  constructor(dst: string, message = `No hosts are available for ${dst}`) {
-    super('PRX_ERR_NO_BROKERS', message);
-    this.dst = dst;
-  }
-}
-
-/** Binding did not finish within the router's `bindingTimeoutMs`. */
-export class BindingTimeoutError extends PrxError {
-  readonly timeoutMs: number;
-  readonly dst: string;
-  constructor(timeoutMs: number, dst: string) {
-    super('PRX_ERR_BINDING_TIMEOUT', `Exceeded ${formatFinagleDuration(timeoutMs)} binding timeout while resolving name: ${dst}`);
-    this.timeoutMs = timeoutMs;
-    this.dst = dst;
-  }
-}
-
-/** Binding failed (a namer error, `!` in the dtab, too deep a delegation). */
-export class BindingFailedError extends PrxError {
-  constructor(dst: string, cause: Error) {
-    super('PRX_ERR_BINDING_FAILED', `failed to bind ${dst}: ${cause.message}`, { cause });
-  }
-}
+import { BindingFailedError, BindingTimeoutError } from '../../service/failures.js';
+import type { Activity, BoundName, Closable, NameTree, State } from '../../naming/index.js';
 
 /**
  * A bound tree prepared for per-request picks (Finagle `NameTreeFactory`): Alt takes its first

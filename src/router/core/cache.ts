@@ -1,4 +1,4 @@
-import type { Counter, StatsReceiver } from '../service/stats/index.js';
+import type { Counter, StatsReceiver } from '../../service/stats/index.js';
 
 /** What a cache entry must provide: a way to release its resources once evicted. */
 export interface Closable {
