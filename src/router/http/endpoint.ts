@@ -7,7 +7,7 @@ import { addressKey } from '../../naming/index.js';
 import type { BalancerNode } from '../../service/balancer/types.js';
 import { FailureAccrualState, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
-import { H1Pool } from '../../protocol/http/h1-pool.js';
+import { H1Pool } from '../../protocol/http/h1/pool.js';
 import { PrxError } from '../../core/errors.js';
 
 /** How connections to one endpoint are made and kept (client params, resolved). */

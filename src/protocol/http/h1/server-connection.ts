@@ -1,5 +1,5 @@
 /**
- * One inbound HTTP/1.1 connection of the router's own server (h1-server.ts). It reads a request
+ * One inbound HTTP/1.1 connection of the router's own server (server.ts). It reads a request
  * head, hands the request to the server's callbacks, decodes the body (Content-Length or chunked)
  * into it with backpressure, and reads the next request only once the response is out: pipelined
  * requests wait in the buffer, which stops the socket when it grows. An `Upgrade` request is an
@@ -20,11 +20,11 @@ import {
   checkPartialHead,
   parseRequestHead,
   type HeadLimits,
-} from './h1-request-head.js';
-import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './h1-server-request.js';
-import { InboundResponse, type ResponseHost } from './h1-server-response.js';
-import { CHUNK_END, CRLF2 } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, parseChunkSize, validFieldLine } from './h1-framing.js';
+} from './request-head.js';
+import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './server-request.js';
+import { InboundResponse, type ResponseHost } from './server-response.js';
+import { CHUNK_END, CRLF2 } from './wire.js';
+import { CHUNK_LINE_BYTES, parseChunkSize, validFieldLine } from './framing.js';
 
 /** What the server does with requests; the callbacks are the router's. */
 export interface ServerCallbacks {

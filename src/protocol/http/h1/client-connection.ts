@@ -1,5 +1,5 @@
 /**
- * One keep-alive HTTP/1.1 connection of the lean client (see h1-pool.ts): it writes a request head
+ * One keep-alive HTTP/1.1 connection of the lean client (see pool.ts): it writes a request head
  * as one string, parses the response head from the bytes that hold it, and streams a
  * content-length, chunked or close-delimited body into its exchange's handler.
  */
@@ -15,10 +15,10 @@ import {
   type ExchangeController,
   type ExchangeHandler,
   type H1Request,
-} from './h1-exchange.js';
-import { CHUNK_END, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, bareLineBreak, parseChunkSize, validFieldLine } from './h1-framing.js';
-import { ResponseHead, readResponseHead } from './h1-response-head.js';
+} from './client-exchange.js';
+import { CHUNK_END, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from './wire.js';
+import { CHUNK_LINE_BYTES, bareLineBreak, parseChunkSize, validFieldLine } from './framing.js';
+import { ResponseHead, readResponseHead } from './response-head.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
