@@ -73,9 +73,10 @@ export async function answerWithin(port: number, bytes: string | Buffer, ms = AN
 
 /**
  * Writes `bytes` and collects everything until the proxy closes the connection, within the bound:
- * for answers that are cut off (a body broken after its head went out).
+ * for answers that are cut off (a body broken after its head went out). Pieces (an array) are
+ * written one by one, each a moment after the last left, so the proxy likely reads them apart.
  */
-export function readUntilClosed(port: number, bytes: string, ms = ANSWER_BOUND_MS): Promise<string> {
+export function readUntilClosed(port: number, bytes: string | readonly string[], ms = ANSWER_BOUND_MS): Promise<string> {
   return new Promise((resolve, reject) => {
     const sock: Socket = connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -89,8 +90,19 @@ export function readUntilClosed(port: number, bytes: string, ms = ANSWER_BOUND_M
       clearTimeout(timer);
       resolve(Buffer.concat(chunks).toString('latin1'));
     });
-    sock.write(bytes);
+    if (typeof bytes === 'string') sock.write(bytes);
+    else void writePieces(sock, bytes);
   });
+}
+
+/** Writes `pieces` on `socket` one at a time, each once the last was flushed and a moment passed. */
+export async function writePieces(socket: Socket, pieces: readonly string[], gapMs = 2): Promise<void> {
+  socket.setNoDelay(true);
+  for (const piece of pieces) {
+    if (socket.destroyed) return;
+    await new Promise<void>((r) => socket.write(piece, 'latin1', () => r()));
+    await new Promise((r) => setTimeout(r, gapMs));
+  }
 }
 
 /** Polls `pred` until it holds, failing after `ms` (state that changes without an event). */

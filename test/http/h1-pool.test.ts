@@ -1,4 +1,4 @@
-// The lean HTTP/1.1 client (src/protocol/http/h1-pool.ts, h1-connection.ts) against raw TCP servers on 127.0.0.1:
+// The lean HTTP/1.1 client (src/protocol/http/h1/pool.ts, client-connection.ts) against raw TCP servers on 127.0.0.1:
 // framing (content-length, chunked split anywhere, close-delimited, bodiless), keep-alive reuse,
 // pooling limits, session limits (idle and life time), pause/resume, request bodies, and every way an upstream can misbehave.
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { H1Pool, type ExchangeController, type ExchangeHandler, type H1Request } from '../../src/protocol/http/h1-pool.js';
+import { H1Pool, type ExchangeController, type ExchangeHandler, type H1Request } from '../../src/protocol/http/h1/pool.js';
 
 interface Seen {
   /** Raw request bytes of each connection, in accept order. */

@@ -1,10 +1,10 @@
-// The router's own inbound HTTP/1.1 server (src/protocol/http/h1-server*.ts) under pipelining,
+// The router's own inbound HTTP/1.1 server (src/protocol/http/h1/server*.ts) under pipelining,
 // request bodies in every framing, backpressure both ways, floods, malformed chunking and clients
 // that leave mid-request, driven with raw sockets on 127.0.0.1.
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { InboundRequest, InboundResponse } from '../../src/protocol/http/h1-server.js';
+import type { InboundRequest, InboundResponse } from '../../src/protocol/http/h1/server.js';
 import {
   RawClient,
   echo,

@@ -10,7 +10,7 @@ import {
   type InboundResponse,
   type RequestHeadError,
   type ServerConnectionOptions,
-} from '../../src/protocol/http/h1-server.js';
+} from '../../src/protocol/http/h1/server.js';
 
 export type Handler = (req: InboundRequest, res: InboundResponse) => void;
 export type UpgradeHandler = (req: InboundRequest, socket: Socket, head: Buffer) => void;

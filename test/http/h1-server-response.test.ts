@@ -1,4 +1,4 @@
-// The router's own inbound HTTP/1.1 server (src/protocol/http/h1-server*.ts), response side and
+// The router's own inbound HTTP/1.1 server (src/protocol/http/h1/server*.ts), response side and
 // connection life, driven with raw sockets on 127.0.0.1: writeHead forms and framing on the wire,
 // bodiless responses, header validation, upgrades, closing, and TLS.
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
-import type { InboundResponse } from '../../src/protocol/http/h1-server.js';
+import type { InboundResponse } from '../../src/protocol/http/h1/server.js';
 import {
   RawClient,
   echo,

@@ -1,4 +1,4 @@
-// Conformance of the router's own inbound HTTP/1.1 server (src/protocol/http/h1-server*.ts), driven
+// Conformance of the router's own inbound HTTP/1.1 server (src/protocol/http/h1/server*.ts), driven
 // with raw sockets on 127.0.0.1: request-line and head parsing with every refusal's status, Node's
 // header-map semantics, limits, 100-continue, keep-alive and its timeouts. Responses, upgrades,
 // lifecycle and TLS are in h1-server-response.test.ts; pipelining, bodies and abuse in h1-server-abuse.test.ts.

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { PrxError } from '../../core/errors.js';
-import type { ExchangeController, ExchangeHandler } from './h1-exchange.js';
+import type { ExchangeController, ExchangeHandler } from './h1/client-exchange.js';
 
 /**
  * The upstream response exceeded `maxResponseKB`: a body announced as too large, or (when

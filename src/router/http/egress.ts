@@ -6,7 +6,7 @@ import { renderError, clearResponseContext, type RenderedError } from '../../pro
 import { forwardedHeaderList, stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
 import type { HeaderValue } from '../../protocol/http/headers/types.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import type { InboundResponse } from '../../protocol/http/h1-server.js';
+import type { InboundResponse } from '../../protocol/http/h1/server.js';
 import type { Deflate, Gzip } from 'node:zlib';
 import {
   ConflictingContentLengthError,

@@ -1,6 +1,6 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { Socket } from 'node:net';
-import type { InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1-server.js';
+import type { InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
 import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
 import { ExceptionCounters } from '../../service/stats/exception-stats.js';
 import type { HttpRouter } from './router.js';

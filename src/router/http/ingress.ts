@@ -1,5 +1,5 @@
-import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1-server.js';
-import { RequestBodyTooLargeError } from '../../protocol/http/h1-server-request.js';
+import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1/server.js';
+import { RequestBodyTooLargeError } from '../../protocol/http/h1/server-request.js';
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
 import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { H1Server } from '../../protocol/http/h1-server.js';
+import { H1Server } from '../../protocol/http/h1/server.js';
 import type { Logger } from 'pino';
 import { lookupKind, type KindConfig } from '../../config/index.js';
 import type { BoundName, Dtab } from '../../naming/index.js';

@@ -1,4 +1,4 @@
-import type { InboundRequest } from '../../protocol/http/h1-server.js';
+import type { InboundRequest } from '../../protocol/http/h1/server.js';
 import type { TLSSocket } from 'node:tls';
 import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
 

@@ -5,7 +5,7 @@ import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
 import { addressKey } from '../../naming/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
-import { H1Pool } from '../../protocol/http/h1-pool.js';
+import { H1Pool } from '../../protocol/http/h1/pool.js';
 import type { Transport } from '../core/transport.js';
 
 /** How connections to one HTTP/1.1 endpoint are made and kept (client params, resolved). */

@@ -1,12 +1,12 @@
 /**
- * The response head of the lean HTTP/1.1 client (h1-connection.ts), read strictly: a status line
+ * The response head of the lean HTTP/1.1 client (client-connection.ts), read strictly: a status line
  * `HTTP/1.x SSS[ reason]` and field lines, refusing anything two parsers could read two ways
  * (bad tokens or bytes, conflicting Content-Lengths, Transfer-Encoding with Content-Length).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { UpstreamContentLengthError, UpstreamProtocolError } from './h1-exchange.js';
-import { CONTROL, TOKEN, trimOws } from './h1-wire.js';
-import { isControl, statusDigits } from './h1-framing.js';
+import { UpstreamContentLengthError, UpstreamProtocolError } from './client-exchange.js';
+import { CONTROL, TOKEN, trimOws } from './wire.js';
+import { isControl, statusDigits } from './framing.js';
 
 const DIGITS = /^\d+$/;
 

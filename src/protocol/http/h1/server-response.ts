@@ -6,9 +6,9 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import type { BodySink } from './upstream.js';
-import { LAST_CHUNK, TOKEN, writeChunk } from './h1-wire.js';
-import type { InboundRequest } from './h1-server-request.js';
+import type { BodySink } from '../upstream.js';
+import { LAST_CHUNK, TOKEN, writeChunk } from './wire.js';
+import type { InboundRequest } from './server-request.js';
 
 /** What a response needs from its connection. */
 export interface ResponseHost {

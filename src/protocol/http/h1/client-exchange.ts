@@ -1,11 +1,11 @@
 /**
- * The vocabulary of the lean HTTP/1.1 client (h1-pool.ts, h1-connection.ts): its typed errors, a
+ * The vocabulary of the lean HTTP/1.1 client (pool.ts, client-connection.ts): its typed errors, a
  * request as it sends it, and the handler/controller pair through which an exchange (the router's
  * UpstreamExchange) follows and steers its response.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { PrxError } from '../../core/errors.js';
+import { PrxError } from '../../../core/errors.js';
 
 /** The upstream closed the connection before the response was complete (`midBody`: after its head). */
 export class UpstreamClosedError extends PrxError {

@@ -6,11 +6,11 @@
  * validation, the wasm parser's callbacks, an idle-socket check that defers every request to the
  * next event-loop turn) on the router's hot path; TLS and Upgrade requests still go through undici.
  */
-import { H1Connection, type ConnectionOwner } from './h1-connection.js';
-import { PoolClosedError, type ExchangeController, type ExchangeHandler, type H1Request } from './h1-exchange.js';
+import { H1Connection, type ConnectionOwner } from './client-connection.js';
+import { PoolClosedError, type ExchangeController, type ExchangeHandler, type H1Request } from './client-exchange.js';
 
-export { UpstreamIdleTimeoutError, UpstreamClosedError, UpstreamResetError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './h1-exchange.js';
-export type { ExchangeController, ExchangeHandler, H1Request } from './h1-exchange.js';
+export { UpstreamIdleTimeoutError, UpstreamClosedError, UpstreamResetError, UpstreamProtocolError, UpstreamContentLengthError, UpstreamHeadersOverflowError, UpstreamConnectTimeoutError, PoolClosedError } from './client-exchange.js';
+export type { ExchangeController, ExchangeHandler, H1Request } from './client-exchange.js';
 
 export interface H1PoolOptions {
   readonly host: string;

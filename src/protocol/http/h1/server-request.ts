@@ -1,5 +1,5 @@
 /**
- * An inbound request as the router's own HTTP/1.1 server (h1-server.ts) hands it over: the head,
+ * An inbound request as the router's own HTTP/1.1 server (server.ts) hands it over: the head,
  * and a body its consumer claims once, either whole (`readBody`, for replayable small bodies) or
  * as a stream with backpressure (`bodyStream`). Until claimed, decoded body bytes are held and
  * reading stops once they pass a small bound.
@@ -7,8 +7,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { PrxError } from '../../core/errors.js';
-import { RefusedRequestError, type RequestHead } from './h1-request-head.js';
+import { PrxError } from '../../../core/errors.js';
+import { RefusedRequestError, type RequestHead } from './request-head.js';
 
 /** Held body bytes past which the connection stops reading until the body is claimed. */
 const HOLD_BYTES = 64 * 1024;

@@ -1,5 +1,5 @@
 /**
- * One keep-alive HTTP/1.1 connection of the lean client (see h1-pool.ts): it writes a request head
+ * One keep-alive HTTP/1.1 connection of the lean client (see pool.ts): it writes a request head
  * as one string, parses the response head from the bytes that hold it, and streams a
  * content-length, chunked or close-delimited body into its exchange's handler.
  */
@@ -15,10 +15,11 @@ import {
   type ExchangeController,
   type ExchangeHandler,
   type H1Request,
-} from './h1-exchange.js';
-import { CHUNK_END, CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, bareLineBreak, parseChunkSize, validFieldLine } from './h1-framing.js';
-import { ResponseHead, readResponseHead } from './h1-response-head.js';
+} from './client-exchange.js';
+import { CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from './wire.js';
+import { bareLineBreak } from './framing.js';
+import { CHUNKED_DATA, CHUNKED_END, CHUNKED_MORE, ChunkedDecoder, TRAILERS_TOO_LARGE } from './chunked-decoder.js';
+import { ResponseHead, readResponseHead } from './response-head.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -42,12 +43,9 @@ export interface ConnectionOwner {
 // Body framing of the response being read.
 const HEAD = 0;
 const FIXED = 1;
-const CHUNK_SIZE = 2;
-const CHUNK_DATA = 3;
-const CHUNK_DATA_END = 4;
-const TRAILERS = 5;
-const UNTIL_CLOSE = 6;
-const DONE = 7;
+const CHUNKED = 2;
+const UNTIL_CLOSE = 3;
+const DONE = 4;
 
 /**
  * One keep-alive connection. It is its exchange's controller: `pause` holds the unread bytes and
@@ -66,8 +64,8 @@ export class H1Connection implements ExchangeController {
   #method = '';
   #state = DONE;
   #remaining = 0;
-  /** Trailer bytes read so far (bounded like a head). */
-  #trailerBytes = 0;
+  /** Reads a chunked body (the same decoder as the server's, see chunked-decoder.ts). */
+  readonly #chunked: ChunkedDecoder;
   #keepAlive = true;
   /** Bytes read but not consumed (a partial head, or data held while paused). */
   #pending: Buffer | undefined;
@@ -94,6 +92,7 @@ export class H1Connection implements ExchangeController {
     this.#pool = pool;
     const o = pool.opts;
     this.#idleMs = o.keepAliveTimeoutMs;
+    this.#chunked = new ChunkedDecoder(o.maxHeaderBytes);
     const socket = connect({ host: o.host, port: o.port, noDelay: true });
     this.#socket = socket;
     this.#connectTimer = setTimeout(() => this.destroy(new UpstreamConnectTimeoutError(o.connectTimeoutMs)), o.connectTimeoutMs);
@@ -328,63 +327,20 @@ export class H1Connection implements ExchangeController {
             this.#handler?.onResponseData(this, piece);
             break;
           }
-          case CHUNK_SIZE: {
-            const eol = buf.indexOf(CHUNK_END, at);
-            if (eol < 0) {
-              if (buf.length - at > CHUNK_LINE_BYTES) throw new UpstreamProtocolError('chunk size line too long');
-              // No CRLF yet: a LF already here is a bare one, which no later byte can mend.
-              if (buf.indexOf(0x0a, at) >= 0) throw new UpstreamProtocolError('invalid chunk size');
-              this.#pending = buf.subarray(at);
-              return;
-            }
-            if (eol - at > CHUNK_LINE_BYTES) throw new UpstreamProtocolError('chunk size line too long');
-            const size = parseChunkSize(buf, at, eol);
-            if (size < 0) throw new UpstreamProtocolError('invalid chunk size');
-            at = eol + 2;
-            if (size === 0) {
-              this.#state = TRAILERS;
-              this.#trailerBytes = 0;
-            } else {
-              this.#remaining = size;
-              this.#state = CHUNK_DATA;
-            }
-            break;
-          }
-          case CHUNK_DATA: {
-            const n = Math.min(this.#remaining, buf.length - at);
-            const piece = buf.subarray(at, at + n);
-            at += n;
-            this.#remaining -= n;
-            if (this.#remaining === 0) this.#state = CHUNK_DATA_END;
-            this.#handler?.onResponseData(this, piece);
-            break;
-          }
-          case CHUNK_DATA_END: {
-            if (buf.length - at < 2) {
-              this.#pending = buf.subarray(at);
-              return;
-            }
-            if (buf[at] !== 0x0d || buf[at + 1] !== 0x0a) throw new UpstreamProtocolError('missing CRLF after a chunk');
-            at += 2;
-            this.#state = CHUNK_SIZE;
-            break;
-          }
-          case TRAILERS: {
-            // Trailer fields are dropped (the router does not forward them), but read as strictly
-            // as a head and bounded like one; an empty line ends them.
-            const limit = this.#pool.opts.maxHeaderBytes;
-            const eol = buf.indexOf(CHUNK_END, at);
-            if (eol < 0) {
-              if (this.#trailerBytes + buf.length - at > limit) throw new UpstreamHeadersOverflowError(limit);
-              if (buf.indexOf(0x0a, at) >= 0) throw new UpstreamProtocolError('malformed trailer line');
-              this.#pending = buf.subarray(at);
-              return;
-            }
-            this.#trailerBytes += eol - at + 2;
-            if (this.#trailerBytes > limit) throw new UpstreamHeadersOverflowError(limit);
-            if (eol > at && !validFieldLine(buf, at, eol)) throw new UpstreamProtocolError('malformed trailer line');
-            this.#state = eol === at ? DONE : TRAILERS;
-            at = eol + 2;
+          case CHUNKED: {
+            const chunked = this.#chunked;
+            const result = chunked.decode(buf, at);
+            at = chunked.next;
+            if (result === CHUNKED_DATA) {
+              this.#handler?.onResponseData(this, buf.subarray(chunked.dataStart, at));
+            } else if (result === CHUNKED_MORE) {
+              if (at < buf.length) {
+                this.#pending = at === 0 ? buf : buf.subarray(at);
+                return;
+              }
+            } else if (result === CHUNKED_END) this.#state = DONE;
+            else if (chunked.reason === TRAILERS_TOO_LARGE) throw new UpstreamHeadersOverflowError(this.#pool.opts.maxHeaderBytes);
+            else throw new UpstreamProtocolError(chunked.reason);
             break;
           }
         }
@@ -479,8 +435,10 @@ export class H1Connection implements ExchangeController {
     if (head.keepAliveHint !== undefined) this.#applyKeepAliveHint(head.keepAliveHint);
     const contentLength = head.contentLength;
     if (bodyless(this.#method, status)) this.#state = DONE;
-    else if (head.chunked) this.#state = CHUNK_SIZE;
-    else if (contentLength >= 0) {
+    else if (head.chunked) {
+      this.#state = CHUNKED;
+      this.#chunked.reset();
+    } else if (contentLength >= 0) {
       this.#remaining = contentLength;
       this.#state = contentLength === 0 ? DONE : FIXED;
     } else {

@@ -1,5 +1,5 @@
 /**
- * One inbound HTTP/1.1 connection of the router's own server (h1-server.ts). It reads a request
+ * One inbound HTTP/1.1 connection of the router's own server (server.ts). It reads a request
  * head, hands the request to the server's callbacks, decodes the body (Content-Length or chunked)
  * into it with backpressure, and reads the next request only once the response is out: pipelined
  * requests wait in the buffer, which stops the socket when it grows. An `Upgrade` request is an
@@ -20,11 +20,11 @@ import {
   checkPartialHead,
   parseRequestHead,
   type HeadLimits,
-} from './h1-request-head.js';
-import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './h1-server-request.js';
-import { InboundResponse, type ResponseHost } from './h1-server-response.js';
-import { CHUNK_END, CRLF2 } from './h1-wire.js';
-import { CHUNK_LINE_BYTES, parseChunkSize, validFieldLine } from './h1-framing.js';
+} from './request-head.js';
+import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './server-request.js';
+import { InboundResponse, type ResponseHost } from './server-response.js';
+import { CRLF2 } from './wire.js';
+import { CHUNKED_DATA, CHUNKED_END, CHUNKED_MORE, ChunkedDecoder } from './chunked-decoder.js';
 
 /** What the server does with requests; the callbacks are the router's. */
 export interface ServerCallbacks {
@@ -62,10 +62,7 @@ export interface ConnectionOwner {
 // Body framing of the request being read.
 const NO_BODY = 0;
 const FIXED = 1;
-const CHUNK_SIZE = 2;
-const CHUNK_DATA = 3;
-const CHUNK_DATA_END = 4;
-const TRAILERS = 5;
+const CHUNKED = 2;
 
 // What the socket's idle timer is armed for.
 const TIMER_KEEP_ALIVE = 0;
@@ -87,7 +84,8 @@ export class ServerConnection implements BodySource, ResponseHost {
   #res: InboundResponse | undefined;
   #state = NO_BODY;
   #remaining = 0;
-  #trailerBytes = 0;
+  /** Reads a chunked body (the same decoder as the client's, see chunked-decoder.ts). */
+  readonly #chunked: ChunkedDecoder;
   /** When the first byte of the head being read arrived (0: none yet). */
   #headStarted = 0;
   #processing = false;
@@ -106,6 +104,7 @@ export class ServerConnection implements BodySource, ResponseHost {
   constructor(owner: ConnectionOwner, socket: Socket) {
     this.#owner = owner;
     this.socket = socket;
+    this.#chunked = new ChunkedDecoder(owner.opts.maxHeaderBytes, owner.opts.maxChunkBytes);
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('close', this.#onClose);
@@ -221,7 +220,10 @@ export class ServerConnection implements BodySource, ResponseHost {
     this.#headStarted = 0;
     const req = new InboundRequest(head, this.socket, this);
     if (head.method === 'CONNECT') throw new RequestHeadError('PRX_ERR_CONNECT_UNSUPPORTED', 405, 'CONNECT is not supported');
-    if (head.chunked) this.#state = CHUNK_SIZE;
+    if (head.chunked) {
+      this.#state = CHUNKED;
+      this.#chunked.reset();
+    }
     else if (head.contentLength > 0) {
       this.#state = FIXED;
       this.#remaining = head.contentLength;
@@ -248,56 +250,23 @@ export class ServerConnection implements BodySource, ResponseHost {
         if (this.#remaining === 0) this.#bodyDone(req);
         return true;
       }
-      case CHUNK_SIZE: {
-        const eol = buf.indexOf(CHUNK_END);
-        if (eol < 0 ? buf.length > CHUNK_LINE_BYTES : eol > CHUNK_LINE_BYTES) throw new MalformedRequestError('chunk size line too long');
-        if (eol < 0) {
-          // No CRLF yet: a LF already here is a bare one, which no later byte can mend.
-          if (buf.indexOf(0x0a) >= 0) throw new MalformedRequestError('invalid chunk size');
+      case CHUNKED: {
+        const chunked = this.#chunked;
+        const result = chunked.decode(buf, 0);
+        const next = chunked.next;
+        if (result === CHUNKED_DATA) {
+          const piece = chunked.dataStart === 0 && next === buf.length ? buf : buf.subarray(chunked.dataStart, next);
+          this.#consume(buf, next);
+          req.data(piece);
+          return true;
+        }
+        if (result === CHUNKED_MORE) {
+          if (next > 0) this.#consume(buf, next);
           return false;
         }
-        const size = parseChunkSize(buf, 0, eol);
-        if (size < 0) throw new MalformedRequestError('invalid chunk size');
-        this.#consume(buf, eol + 2);
-        if (size === 0) {
-          this.#state = TRAILERS;
-          this.#trailerBytes = 0;
-        } else {
-          this.#remaining = size;
-          this.#state = CHUNK_DATA;
-        }
-        return true;
-      }
-      case CHUNK_DATA: {
-        const n = Math.min(this.#remaining, buf.length, this.#owner.opts.maxChunkBytes);
-        const piece = buf.subarray(0, n);
-        this.#remaining -= n;
-        if (this.#remaining === 0) this.#state = CHUNK_DATA_END;
-        this.#consume(buf, n);
-        req.data(piece);
-        return true;
-      }
-      case CHUNK_DATA_END: {
-        if (buf.length < 2) return false;
-        if (buf[0] !== 0x0d || buf[1] !== 0x0a) throw new MalformedRequestError('missing CRLF after a chunk');
-        this.#consume(buf, 2);
-        this.#state = CHUNK_SIZE;
-        return true;
-      }
-      case TRAILERS: {
-        // Trailer fields are read and dropped (the router does not forward them); an empty line ends them.
-        const eol = buf.indexOf(CHUNK_END);
-        if (eol < 0) {
-          if (this.#trailerBytes + buf.length > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
-          if (buf.indexOf(0x0a) >= 0) throw new MalformedRequestError('malformed trailer line');
-          return false;
-        }
-        this.#trailerBytes += eol + 2;
-        if (this.#trailerBytes > this.#owner.opts.maxHeaderBytes) throw new MalformedRequestError('trailers too large');
-        // Dropped, but a malformed line (a bare LF above all) would move the body's end for a lenient reader in front.
-        if (eol > 0 && !validFieldLine(buf, 0, eol)) throw new MalformedRequestError('malformed trailer line');
-        this.#consume(buf, eol + 2);
-        if (eol === 0) this.#bodyDone(req);
+        if (result !== CHUNKED_END) throw new MalformedRequestError(chunked.reason);
+        this.#consume(buf, next);
+        this.#bodyDone(req);
         return true;
       }
       default:

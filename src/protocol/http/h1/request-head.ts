@@ -1,15 +1,15 @@
 /**
- * Parsing of an inbound HTTP/1.1 request head for the router's own server (h1-server.ts): the
+ * Parsing of an inbound HTTP/1.1 request head for the router's own server (server.ts): the
  * request line, the header fields into Node's `IncomingHttpHeaders` shape, and the framing and
  * connection facts the server acts on. Strict where leniency lets a request be read two ways
  * (request smuggling): conflicting lengths, length with chunked, obsolete line folding, bare CR or
  * LF, whitespace before a colon are all refused.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { PrxError } from '../../core/errors.js';
-import { CONTROL, TOKEN, trimOws } from './h1-wire.js';
-import { bareLineBreak } from './h1-framing.js';
-import { isManagedHeaderName } from './headers/names.js';
+import { PrxError } from '../../../core/errors.js';
+import { CONTROL, TOKEN, trimOws } from './wire.js';
+import { bareLineBreak } from './framing.js';
+import { isManagedHeaderName } from '../headers/names.js';
 
 /**
  * A request the server refuses before it is routed (its head, or a body that stopped coming);

@@ -6,12 +6,12 @@
  */
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import type { TlsOptions } from 'node:tls';
-import { ServerConnection, type ConnectionOwner, type ServerCallbacks, type ServerConnectionOptions } from './h1-server-connection.js';
+import { ServerConnection, type ConnectionOwner, type ServerCallbacks, type ServerConnectionOptions } from './server-connection.js';
 
-export type { ServerCallbacks, ServerConnectionOptions } from './h1-server-connection.js';
-export { InboundRequest } from './h1-server-request.js';
-export { InboundResponse, type ResponseOwner } from './h1-server-response.js';
-export { RefusedRequestError, RequestHeadError } from './h1-request-head.js';
+export type { ServerCallbacks, ServerConnectionOptions } from './server-connection.js';
+export { InboundRequest } from './server-request.js';
+export { InboundResponse, type ResponseOwner } from './server-response.js';
+export { RefusedRequestError, RequestHeadError } from './request-head.js';
 
 export class H1Server implements ConnectionOwner {
   readonly opts: ServerConnectionOptions;

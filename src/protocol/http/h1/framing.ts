@@ -1,8 +1,8 @@
 /**
- * The strict HTTP/1.1 framing grammar both directions share: the router's server reads request
- * bodies with it (h1-server-connection.ts) and the lean client reads response bodies and heads
- * with it (h1-connection.ts), so a chunk size, a trailer line or a line ending means the same on
- * both sides. Strict where a lenient reader would see a different message boundary than another
+ * The strict HTTP/1.1 framing grammar both directions share: chunked bodies both ways are read
+ * with it (chunked-decoder.ts), request heads (request-head.ts) and response heads
+ * (client-connection.ts, response-head.ts) too, so a chunk size, a trailer line or a line ending
+ * means the same on both sides. Strict where a lenient reader would see a different message boundary than another
  * parser in the chain (smuggling): every line ends in CRLF, a chunk size is hex digits only and
  * fits a safe integer, a trailer line is a well-formed field, a status is three digits. The checks
  * read bytes (or characters) in place and allocate nothing.
