@@ -9,7 +9,7 @@ import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import { AttemptHandle } from '../core/transport.js';
-import type { OutboundRequest } from './transport.js';
+import type { OutboundRequest } from '../../protocol/http/client-transport.js';
 import type { HttpServerHandler } from './handler.js';
 import type { HttpPathService, HttpServed } from './types.js';
 import { writeErrorResponse } from './egress.js';

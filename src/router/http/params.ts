@@ -11,7 +11,7 @@ import { classifierFromConfig } from '../../protocol/http/classifiers.js';
 import type { ResponseClassifier } from '../../service/classifier.js';
 import type { ServiceParams } from '../core/path-service.js';
 import type { ResolvedClient as CoreResolvedClient, RouterParams } from '../core/routing.js';
-import type { EndpointOptions, EndpointTls } from './transport.js';
+import type { EndpointOptions, EndpointTls } from '../../protocol/http/client-transport.js';
 import { PathMatcher } from '../../naming/path-matcher.js';
 import type { ResponseBodyLimits } from '../../protocol/http/upstream.js';
 

@@ -4,7 +4,7 @@ import { errorCode, isSocketConnectFailure, isTlsFailure, isWriteFailure } from 
 import { StatusCodeCounters, type StatsReceiver } from '../../service/stats/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import type { ClientProtocol, ResponseStats } from '../core/transport.js';
-import { HttpTransport, isReplayable, type EndpointOptions, type OutboundRequest } from './transport.js';
+import { HttpTransport, isReplayable, type EndpointOptions, type OutboundRequest } from '../../protocol/http/client-transport.js';
 
 // undici's and the lean h1 client's codes of a connection that failed before the request left.
 const CLIENT_CONNECT_FAILURES: ReadonlySet<string> = new Set([

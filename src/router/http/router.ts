@@ -17,7 +17,7 @@ import type { RouterContext, RunningRouter, ServerAddress } from '../core/types.
 import { HttpServerHandler } from './handler.js';
 import { HttpParams, type ResolvedClient } from './params.js';
 import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
-import type { EndpointOptions, OutboundRequest } from './transport.js';
+import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 import type { HttpRouterConfig, HttpServerConfig } from './schema.js';
 import type { RequestContext } from './ingress.js';
 import type { HttpClient, HttpPathService, HttpRoutingCore } from './types.js';

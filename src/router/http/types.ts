@@ -4,7 +4,7 @@ import type { Client } from '../core/client.js';
 import type { PathService, Served } from '../core/path-service.js';
 import type { RoutingCore } from '../core/routing.js';
 import type { ResolvedClient } from './params.js';
-import type { EndpointOptions, OutboundRequest } from './transport.js';
+import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 
 /** The HTTP/1.1 instances of the router core's generic parts. */
 export type HttpPathService = PathService<OutboundRequest, UpstreamExchange, ResponseClassifier>;

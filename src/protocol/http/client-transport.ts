@@ -4,9 +4,8 @@ import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
 import { addressKey } from '../../naming/index.js';
-import { UpstreamExchange, type ResponseBodyLimits } from '../../protocol/http/upstream.js';
-import { H1Pool } from '../../protocol/http/h1/pool.js';
-import type { Transport } from '../core/transport.js';
+import { UpstreamExchange, type ResponseBodyLimits } from './upstream.js';
+import { H1Pool } from './h1/pool.js';
 
 /** How connections to one HTTP/1.1 endpoint are made and kept (client params, resolved). */
 export interface EndpointOptions {
@@ -62,9 +61,9 @@ export function isReplayable(out: OutboundRequest): boolean {
 
 /**
  * The connections of one HTTP/1.1 endpoint: the lean h1 pool for plaintext, undici for TLS, and a
- * client of its own per upgrade request.
+ * client of its own per upgrade request. The router core's `Transport` for HTTP/1.1.
  */
-export class HttpTransport implements Transport<OutboundRequest, UpstreamExchange> {
+export class HttpTransport {
   readonly #key: string;
   /** Plain-HTTP endpoints: the lean client (upgrades still take an undici connection). */
   readonly #h1: H1Pool | undefined;
