@@ -1,8 +1,8 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { Socket } from 'node:net';
 import type { InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
-import { serverStats, StatusCodeCounters, type Counter, type Histogram, type SettableGauge } from '../../service/stats/index.js';
-import { ExceptionCounters } from '../../service/stats/exception-stats.js';
+import { StatusCodeCounters } from '../../service/stats/index.js';
+import { ServerStats } from '../core/server-stats.js';
 import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle } from '../core/transport.js';
@@ -11,24 +11,9 @@ import { RequestContext } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
 import type { HttpPathService } from './types.js';
 import type { Lease } from '../core/cache.js';
-import { isActivelyTracing, type Annotation, type TraceId } from '../../service/tracing.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import { InvalidDtabHeaderError } from '../../protocol/http/headers/proxy-errors.js';
-
-interface ServerCounters {
-  readonly requests: Counter;
-  readonly success: Counter;
-  readonly failures: Counter;
-  /** `failures/<class>`: errors are already responses here, so only the synthetic class (as in Linkerd). */
-  readonly failureClasses: ExceptionCounters;
-  /** `exn/<class>`: socket errors on accepted (downstream) connections (Finagle's channel stats). */
-  readonly exn: ExceptionCounters;
-  readonly latency: Histogram;
-  readonly pending: SettableGauge;
-  readonly connections: SettableGauge;
-  readonly statuses: StatusCodeCounters;
-}
 
 /** How long an idle keep-alive connection may stay (Node's default). */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -44,20 +29,20 @@ export class HttpServerHandler implements ServerCallbacks {
   readonly serverOptions: ServerConnectionOptions;
   /** Open client connections (closed by force once a drain runs out of time). */
   readonly sockets = new Set<Socket>();
-  #c: ServerCounters | undefined;
-  #inflight = 0;
-  #drainWaiters: (() => void)[] = [];
+  readonly stats: ServerStats;
+  /** `status/<code>` of the answers, once bound. */
+  #statuses: StatusCodeCounters | undefined;
   localIp = '';
   localPort = 0;
   /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
   readonly forwarded: ((ctx: RequestContext) => void) | undefined;
   readonly #forwardedHeader: ForwardedHeader | undefined;
   readonly #forwardedBySocket = new WeakMap<object, ForwardedConnection>();
-  readonly #onSocketError = (err: Error): void => this.#c?.exn.recordOuter(err);
 
   constructor(router: HttpRouter, cfg: HttpServerConfig) {
     this.router = router;
     this.cfg = cfg;
+    this.stats = new ServerStats(router.stats, router.label, router.tracer);
     const rc = router.cfg;
     this.serverOptions = {
       maxInitialLineBytes: rc.maxInitialLineKB * 1024,
@@ -88,11 +73,12 @@ export class HttpServerHandler implements ServerCallbacks {
   connection(socket: Socket): void {
     const sockets = this.sockets;
     sockets.add(socket);
-    this.#c?.connections.add(1);
-    socket.on('error', this.#onSocketError);
+    const stats = this.stats;
+    stats.connectionOpened();
+    socket.on('error', stats.onSocketError);
     socket.once('close', () => {
       sockets.delete(socket);
-      this.#c?.connections.add(-1);
+      stats.connectionClosed();
     });
   }
 
@@ -100,81 +86,41 @@ export class HttpServerHandler implements ServerCallbacks {
   bound(ip: string, port: number): void {
     this.localIp = ip;
     this.localPort = port;
-    const scope = serverStats(this.router.stats, ip, port);
-    this.#c = {
-      requests: scope.counter('requests'),
-      success: scope.counter('success'),
-      failures: scope.counter('failures'),
-      failureClasses: new ExceptionCounters(scope),
-      exn: new ExceptionCounters(scope, 'exn'),
-      latency: scope.stat('request_latency_ms'),
-      pending: scope.settableGauge('pending'),
-      connections: scope.settableGauge('connections'),
-      statuses: new StatusCodeCounters(scope),
-    };
-    scope.gauge(['load'], () => this.#inflight);
+    this.#statuses = new StatusCodeCounters(this.stats.bound(ip, port));
   }
 
   /** Resolves when no request is in flight. */
   drained(): Promise<void> {
-    if (this.#inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#drainWaiters.push(resolve));
+    return this.stats.drained();
   }
 
   request(req: InboundRequest, res: InboundResponse): void {
     const ctx = new RequestContext(this, req, res);
-    this.#begin();
+    this.stats.begin();
     void this.#serve(ctx);
-  }
-
-  #begin(): void {
-    this.#inflight++;
-    const c = this.#c;
-    if (c !== undefined) {
-      c.requests.incr();
-      c.pending.add(1);
-    }
   }
 
   /** A request completed (called once by its context): stats, trace, access log, drain. */
   end(ctx: RequestContext, status: number, success: boolean): void {
-    this.#inflight--;
+    const stats = this.stats;
     const traceId = ctx.traceId;
-    if (traceId !== undefined && isActivelyTracing(this.router.tracer, traceId)) this.#trace(ctx, traceId, status, success);
-    const c = this.#c;
-    if (c !== undefined) {
-      c.pending.add(-1);
-      (success ? c.success : c.failures).incr();
-      if (!success) c.failureClasses.recordSynthetic();
-      c.latency.add(performance.now() - ctx.started);
-      if (status > 0) {
-        c.statuses.record(status);
-      }
+    if (stats.tracing(traceId)) {
+      const h = ctx.out.headers;
+      const client = h['prx-dst-client'];
+      const residual = h['prx-dst-residual'];
+      stats.trace({
+        traceId,
+        started: ctx.started,
+        service: ctx.dst?.show,
+        client: typeof client === 'string' ? client : undefined,
+        residual: typeof residual === 'string' ? residual : '/',
+        success,
+        extra: [{ kind: 'binary', key: 'http.status', value: status }],
+      });
     }
+    if (status > 0) this.#statuses?.record(status);
     this.router.accessLog?.log(ctx.accessLogEntry(status));
-    if (this.#inflight === 0 && this.#drainWaiters.length > 0) {
-      const ws = this.#drainWaiters;
-      this.#drainWaiters = [];
-      for (const w of ws) w();
-    }
-  }
-
-  /** Linkerd's trace annotations of one routed request (binaries service, client, residual; the outcome). */
-  #trace(ctx: RequestContext, id: TraceId, status: number, success: boolean): void {
-    const tracer = this.router.tracer;
-    const now = Date.now();
-    const start = now - (performance.now() - ctx.started);
-    const rec = (annotation: Annotation, timestamp = now): void => tracer.record({ traceId: id, timestamp, annotation });
-    rec({ kind: 'serverRecv' }, start);
-    rec({ kind: 'binary', key: 'router.label', value: this.router.label }, start);
-    if (ctx.dst !== undefined) rec({ kind: 'binary', key: 'service', value: ctx.dst.show }, start);
-    const client = ctx.out.headers['prx-dst-client'];
-    if (typeof client === 'string') rec({ kind: 'binary', key: 'client', value: client });
-    const residual = ctx.out.headers['prx-dst-residual'];
-    rec({ kind: 'binary', key: 'residual', value: typeof residual === 'string' ? residual : '/' });
-    rec({ kind: 'binary', key: 'http.status', value: status });
-    rec({ kind: 'message', content: success ? 'prx.success' : 'prx.failure' });
-    rec({ kind: 'serverSend' });
+    stats.end(success, performance.now() - ctx.started);
   }
 
   async #serve(ctx: RequestContext): Promise<void> {
@@ -182,7 +128,7 @@ export class HttpServerHandler implements ServerCallbacks {
     let discard = false;
     try {
       const maxConcurrent = this.cfg.maxConcurrentRequests;
-      let ingress = maxConcurrent !== undefined && this.#inflight > maxConcurrent ? ctx.rejectConcurrency() : ctx.ingress();
+      let ingress = maxConcurrent !== undefined && this.stats.inflight > maxConcurrent ? ctx.rejectConcurrency() : ctx.ingress();
       // Only a request whose body must be read first waits here.
       if (ingress instanceof Promise) ingress = await ingress;
       if (ingress.kind === 'answered') return;
