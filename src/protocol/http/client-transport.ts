@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
+import type { ClientTlsSettings } from '../../service/client-tls.js';
 import { addressKey } from '../../naming/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from './upstream.js';
 import { H1Pool } from './h1/pool.js';
@@ -24,14 +25,9 @@ export interface EndpointOptions {
   readonly connectTimeoutMs: number;
   /** `responseIdleTimeoutMs`: how long a due response may go without an upstream byte (0: no limit). */
   readonly responseIdleTimeoutMs: number;
-  readonly tls: EndpointTls | undefined;
+  readonly tls: ClientTlsSettings | undefined;
 }
 
-export interface EndpointTls {
-  readonly servername: string | undefined;
-  readonly ca: Buffer | undefined;
-  readonly rejectUnauthorized: boolean;
-}
 
 /** A request as sent upstream. `body` is null, a replayable buffer, or a one-shot stream. */
 export interface OutboundRequest {
