@@ -14,9 +14,7 @@ import { underlyingInterpreter } from '../../interpreter/transformer.js';
 import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
 import { BindingFailedError, NoBrokersAvailableError } from '../../service/failures.js';
 import { pickLeaf } from '../core/binding.js';
-import type { RequestContext } from './ingress.js';
-import type { HttpServed } from './types.js';
-import type { HttpPathService } from './types.js';
+import type { HttpPathService, HttpServed, RequestScope } from './types.js';
 
 /**
  * Diagnostic tracing (Linkerd's DiagnosticTracer): a `TRACE` with `Max-Forwards` and
@@ -24,7 +22,7 @@ import type { HttpPathService } from './types.js';
  * was routed. What to do with a request is decided once ingress has identified it; a server with
  * `clearContext` has already dropped `prx-add-context`, which turns the context off.
  */
-export function diagnosticFor(ctx: RequestContext): DiagnosticDecision {
+export function diagnosticFor(ctx: RequestScope): DiagnosticDecision {
   return ctx.out.method === 'TRACE' ? diagnosticDecision('TRACE', ctx.out.headers) : 'pass';
 }
 
@@ -32,11 +30,11 @@ export function diagnosticFor(ctx: RequestContext): DiagnosticDecision {
 const DELEGATION_TIMEOUT_MS = 2000;
 
 /** Answers a TRACE whose `Max-Forwards` reached 0 here: empty, or the router context alone. */
-export async function answerDiagnostic(ctx: RequestContext, svc: HttpPathService, withContext: boolean): Promise<void> {
+export async function answerDiagnostic(ctx: RequestScope, svc: HttpPathService, withContext: boolean): Promise<void> {
   const res = ctx.res;
   let body = '';
   if (withContext) {
-    const router = ctx.handler.router;
+    const router = ctx.server.router;
     const treeOrWait = svc.binding.tree(ctx.bindDeadline, router.cfg.bindingTimeoutMs);
     const tree = treeOrWait instanceof Promise ? await treeOrWait : treeOrWait;
     const pick = pickLeaf(tree);
@@ -57,7 +55,7 @@ export async function answerDiagnostic(ctx: RequestContext, svc: HttpPathService
  * is collected (a chunked one is replaced by its head and a note, as Linkerd does) and sent with
  * its new length.
  */
-export async function sendWithContext(ctx: RequestContext, served: HttpServed, success: boolean): Promise<void> {
+export async function sendWithContext(ctx: RequestScope, served: HttpServed, success: boolean): Promise<void> {
   const res = ctx.res;
   const ex = served.attempt.exchange;
   const headers = ex.headers;
@@ -72,14 +70,14 @@ export async function sendWithContext(ctx: RequestContext, served: HttpServed, s
     }
     body = chunkedResponsePlaceholder(head, ex.status, STATUS_CODES[ex.status] ?? '');
   } else {
-    body = (await collect(ex, ctx.handler.router.cfg.maxResponseKB * 1024)).toString('utf8');
+    body = (await collect(ex, ctx.server.router.cfg.maxResponseKB * 1024)).toString('utf8');
   }
   const client = served.client;
   const context = await routerContext(ctx, client.id, client.addresses, served.attempt.endpoint.key);
   const payload = Buffer.from(appendRouterContext(body, context), 'utf8');
   stripHopByHopHeaders(headers, { keepUpgrade: false });
   delete headers['content-length'];
-  appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
+  appendVia(headers, ctx.server.router.via.entry(ctx.req.httpVersion));
   headers['content-length'] = String(payload.length);
   if (res.destroyed) return;
   ctx.status = ex.status;
@@ -90,8 +88,8 @@ export async function sendWithContext(ctx: RequestContext, served: HttpServed, s
 }
 
 /** The `--- Router: <label> ---` block for this request. */
-async function routerContext(ctx: RequestContext, clientId: string, addresses: readonly string[], selected: string): Promise<string> {
-  const router = ctx.handler.router;
+async function routerContext(ctx: RequestScope, clientId: string, addresses: readonly string[], selected: string): Promise<string> {
+  const router = ctx.server.router;
   const dst = ctx.dst as Path;
   const dtab = ctx.localDtab === undefined || ctx.localDtab.size === 0 ? router.baseDtab : router.baseDtab.concat(ctx.localDtab);
   let resolution: string[] = [];

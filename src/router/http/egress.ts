@@ -20,15 +20,14 @@ import {
 import { appendVia } from '../../protocol/http/headers/via.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import { BindingFailedError, BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
-import type { RequestContext } from './ingress.js';
-import type { HttpServed } from './types.js';
+import type { HttpServed, RequestScope } from './types.js';
 import { compressorFor } from './compression.js';
 
 /** Turns a failure anywhere in the request path into the error response Linkerd would send. */
-export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
+export function renderProxyError(ctx: RequestScope, err: unknown): unknown {
   if (err instanceof ProxyError || err instanceof ProxyErrorResponse) return err;
   const service = ctx.dst?.show ?? 'unknown';
-  const router = ctx.handler.router;
+  const router = ctx.server.router;
   if (err instanceof NoBrokersAvailableError) {
     return new RichNoBrokersAvailableError({ service, baseDtab: router.baseDtab, overrideDtab: ctx.localDtab ?? Dtab.empty });
   }
@@ -49,12 +48,12 @@ export function renderProxyError(ctx: RequestContext, err: unknown): unknown {
 }
 
 /** Writes a proxy-generated error response (or cuts the connection when the head is already out). */
-export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
+export function writeErrorResponse(ctx: RequestScope, err: unknown): void {
   const rendered = renderError(err instanceof ProxyError || err instanceof ProxyErrorResponse ? err : renderProxyError(ctx, err), {
-    maxHeadersKB: ctx.handler.router.cfg.maxHeadersKB,
-    clearContext: ctx.handler.cfg.clearContext,
+    maxHeadersKB: ctx.server.router.cfg.maxHeadersKB,
+    clearContext: ctx.server.cfg.clearContext,
   });
-  const log = ctx.handler.router.log;
+  const log = ctx.server.router.log;
   if (rendered.status >= 500) log.debug({ err: err instanceof Error ? err.message : String(err), dst: ctx.dst?.show }, 'request failed');
   const res = ctx.res;
   ctx.status = rendered.status;
@@ -68,7 +67,7 @@ export function writeErrorResponse(ctx: RequestContext, err: unknown): void {
 }
 
 /** Writes the upstream response head and streams its body to the client. */
-export function writeUpstreamHead(ctx: RequestContext, served: HttpServed, success: boolean): void {
+export function writeUpstreamHead(ctx: RequestScope, served: HttpServed, success: boolean): void {
   const ex = served.attempt.exchange;
   const headers = ex.headers;
   if (ex.socket !== undefined) {
@@ -78,23 +77,23 @@ export function writeUpstreamHead(ctx: RequestContext, served: HttpServed, succe
   const res = ctx.res;
   const upgrade = ex.status === 101;
   ctx.status = ex.status;
-  const cfg = ctx.handler.cfg;
+  const cfg = ctx.server.cfg;
   if (!cfg.clearContext) {
     // The common case: one pass over the upstream headers into the list writeHead takes. The
     // compressor looks only at end-to-end headers, so it may run before hop-by-hop stripping.
-    const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
-    const list = forwardedHeaderList(headers, upgrade, ctx.handler.router.via.entry(ctx.req.httpVersion));
+    const compressor = compressorFor(ctx.server.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
+    const list = forwardedHeaderList(headers, upgrade, ctx.server.router.via.entry(ctx.req.httpVersion));
     if (list !== undefined) {
       sendUpstreamResponse(ctx, res, ex, list, compressor, success);
       return;
     }
     stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-    appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
+    appendVia(headers, ctx.server.router.via.entry(ctx.req.httpVersion));
     sendUpstreamResponse(ctx, res, ex, headers as Record<string, string | string[]>, compressor, success);
     return;
   }
   stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-  appendVia(headers, ctx.handler.router.via.entry(ctx.req.httpVersion));
+  appendVia(headers, ctx.server.router.via.entry(ctx.req.httpVersion));
   if (clearResponseContext(headers)) {
     ex.discard();
     ctx.responseLength = 0;
@@ -103,12 +102,12 @@ export function writeUpstreamHead(ctx: RequestContext, served: HttpServed, succe
     ctx.finish(ex.status, success);
     return;
   }
-  const compressor = compressorFor(ctx.handler.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
+  const compressor = compressorFor(ctx.server.router.cfg.compressionLevel, ctx.req.headers, headers, ctx.out.method, ex.status);
   sendUpstreamResponse(ctx, res, ex, headers as Record<string, string | string[]>, compressor, success);
 }
 
 function sendUpstreamResponse(
-  ctx: RequestContext,
+  ctx: RequestScope,
   res: InboundResponse,
   ex: UpstreamExchange,
   head: Record<string, string | string[]> | HeaderValue[],
@@ -155,7 +154,7 @@ const TUNNEL_CLOSE_GRACE_MS = 5000;
  * flowing); a side that closed after its FIN ends the other gracefully, a side that failed or was
  * cut destroys the other. No idle limit: a quiet WebSocket is a normal WebSocket (as in Linkerd).
  */
-function tunnel(ctx: RequestContext, served: HttpServed): void {
+function tunnel(ctx: RequestScope, served: HttpServed): void {
   const ex = served.attempt.exchange;
   const up = ex.socket as Socket;
   const early = ctx.res.takeSocket();

@@ -3,13 +3,12 @@ import type { Socket } from 'node:net';
 import type { InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
 import { ServerStats } from '../core/server-stats.js';
-import type { HttpRouter } from './router.js';
 import type { HttpServerConfig } from './schema.js';
 import { AttemptHandle } from '../core/transport.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import { RequestContext } from './ingress.js';
 import { renderProxyError, writeErrorResponse, writeRawError, writeUpstreamHead } from './egress.js';
-import type { HttpPathService } from './types.js';
+import type { HttpPathService, HttpRouterHost, HttpServerView, RequestScope } from './types.js';
 import type { Lease } from '../core/cache.js';
 import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
@@ -23,8 +22,8 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
  * routing through the path cache, and streaming the response back. Allocation per request is
  * kept to the request context, the outbound request and the exchange.
  */
-export class HttpServerHandler implements ServerCallbacks {
-  readonly router: HttpRouter;
+export class HttpServerHandler implements ServerCallbacks, HttpServerView {
+  readonly router: HttpRouterHost;
   readonly cfg: HttpServerConfig;
   readonly serverOptions: ServerConnectionOptions;
   /** Open client connections (closed by force once a drain runs out of time). */
@@ -35,11 +34,11 @@ export class HttpServerHandler implements ServerCallbacks {
   localIp = '';
   localPort = 0;
   /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
-  readonly forwarded: ((ctx: RequestContext) => void) | undefined;
+  readonly forwarded: ((ctx: RequestScope) => void) | undefined;
   readonly #forwardedHeader: ForwardedHeader | undefined;
   readonly #forwardedBySocket = new WeakMap<object, ForwardedConnection>();
 
-  constructor(router: HttpRouter, cfg: HttpServerConfig) {
+  constructor(router: HttpRouterHost, cfg: HttpServerConfig) {
     this.router = router;
     this.cfg = cfg;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
@@ -57,7 +56,7 @@ export class HttpServerHandler implements ServerCallbacks {
     this.forwarded = fwd === undefined ? undefined : (ctx) => this.#addForwarded(ctx);
   }
 
-  #addForwarded(ctx: RequestContext): void {
+  #addForwarded(ctx: RequestScope): void {
     const socket = ctx.req.socket;
     let conn = this.#forwardedBySocket.get(socket);
     if (conn === undefined) {
@@ -101,7 +100,7 @@ export class HttpServerHandler implements ServerCallbacks {
   }
 
   /** A request completed (called once by its context): stats, trace, access log, drain. */
-  end(ctx: RequestContext, status: number, success: boolean): void {
+  end(ctx: RequestScope, status: number, success: boolean): void {
     const stats = this.stats;
     const traceId = ctx.traceId;
     if (stats.tracing(traceId)) {

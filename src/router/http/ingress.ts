@@ -10,8 +10,7 @@ import type { TraceId } from '../../service/tracing.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import { AttemptHandle } from '../core/transport.js';
 import type { OutboundRequest } from '../../protocol/http/client-transport.js';
-import type { HttpServerHandler } from './handler.js';
-import type { HttpPathService, HttpServed } from './types.js';
+import type { HttpPathService, HttpServed, HttpServerView, RequestScope } from './types.js';
 import { writeErrorResponse } from './egress.js';
 import { clientCertHeader } from './tls-peer.js';
 
@@ -34,8 +33,8 @@ const ROUTED: IngressResult = Object.freeze({ kind: 'routed' });
  * Everything one inbound request carries through the router: the outbound request being built,
  * body replay state, the chosen service and attempt, and completion bookkeeping.
  */
-export class RequestContext implements ResponseOwner {
-  readonly handler: HttpServerHandler;
+export class RequestContext implements ResponseOwner, RequestScope {
+  readonly server: HttpServerView;
   readonly req: InboundRequest;
   readonly res: InboundResponse;
   readonly started = performance.now();
@@ -57,11 +56,11 @@ export class RequestContext implements ResponseOwner {
   /** The response class to complete with once the forwarded response has been written out. */
   #successOnFinish = false;
 
-  constructor(handler: HttpServerHandler, req: InboundRequest, res: InboundResponse) {
-    this.handler = handler;
+  constructor(server: HttpServerView, req: InboundRequest, res: InboundResponse) {
+    this.server = server;
     this.req = req;
     this.res = res;
-    this.bindDeadline = Date.now() + handler.router.cfg.bindingTimeoutMs;
+    this.bindDeadline = Date.now() + server.router.cfg.bindingTimeoutMs;
     this.out = {
       method: req.method,
       path: req.url,
@@ -112,7 +111,7 @@ export class RequestContext implements ResponseOwner {
   finish(status: number, success: boolean): void {
     if (this.#done) return;
     this.#done = true;
-    this.handler.end(this, status, success);
+    this.server.end(this, status, success);
   }
 
   rejectConcurrency(): IngressResult {
@@ -125,7 +124,7 @@ export class RequestContext implements ResponseOwner {
    * its body. Writes the error response itself and answers `answered` when the request cannot go on.
    */
   ingress(): IngressResult | Promise<IngressResult> {
-    const router = this.handler.router;
+    const router = this.server.router;
     const req = this.req;
     const headers = req.headers;
     try {
@@ -142,7 +141,7 @@ export class RequestContext implements ResponseOwner {
         headers.host = u.host;
       }
       const url = this.out.path;
-      if (this.handler.cfg.clearContext) clearContext(headers);
+      if (this.server.cfg.clearContext) clearContext(headers);
       checkCallDepth(headers);
       const localDtab = readDtabHeaders(headers);
       writeDeadlineHeader(headers, readDeadlineHeaders(headers));
@@ -165,9 +164,9 @@ export class RequestContext implements ResponseOwner {
         delete headers['connection'];
       }
       appendViaToRequest(headers, router.via.entry(req.httpVersion));
-      const stamp = this.handler.cfg.timestampHeader;
+      const stamp = this.server.cfg.timestampHeader;
       if (stamp !== undefined) headers[stamp.toLowerCase()] = String(Date.now());
-      this.handler.forwarded?.(this);
+      this.server.forwarded?.(this);
       this.out.clientCert = clientCertHeader(req);
       if (headers['expect'] !== undefined) delete headers['expect'];
       const reading = this.#prepareBody();
@@ -185,7 +184,7 @@ export class RequestContext implements ResponseOwner {
   /** Sets the outbound body; a promise only when the body has to be read (and buffered) first. */
   #prepareBody(): Promise<void> | undefined {
     const req = this.req;
-    const rc = this.handler.router.cfg;
+    const rc = this.server.router.cfg;
     const n = req.contentLength;
     if (n >= 0) {
       const limit = rc.maxRequestKB * 1024;

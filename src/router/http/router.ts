@@ -19,8 +19,7 @@ import { HttpParams, type ResolvedClient } from './params.js';
 import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
 import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 import type { HttpRouterConfig, HttpServerConfig } from './schema.js';
-import type { RequestContext } from './ingress.js';
-import type { HttpClient, HttpPathService, HttpRoutingCore } from './types.js';
+import type { HttpClient, HttpPathService, HttpRouterHost, HttpRoutingCore, RequestScope } from './types.js';
 import { clientSpan, serverSpan, type TracePropagator } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
 
@@ -36,7 +35,7 @@ interface ServerHandle {
  * forward it through balanced, failure-aware clients. Binding state lives in four bounded caches
  * (paths, trees, bounds, clients) whose evictions prune the matching metrics.
  */
-export class HttpRouter implements RunningRouter {
+export class HttpRouter implements RunningRouter, HttpRouterHost {
   readonly label: string;
   readonly protocol = 'http';
   readonly dstPrefix: Path;
@@ -52,7 +51,7 @@ export class HttpRouter implements RunningRouter {
   /** Binding, the path and client stacks and their caches: the protocol-free router. */
   readonly routing: HttpRoutingCore;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
-  readonly trace: (ctx: RequestContext, headers: IncomingHttpHeaders) => void;
+  readonly trace: (ctx: RequestScope, headers: IncomingHttpHeaders) => void;
   /**
    * This router's Via entry, with a token made once per router: a request that comes back to the
    * router is a loop (508). Per router, not per process: `outgoing` → `incoming` of the same
