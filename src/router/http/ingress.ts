@@ -12,7 +12,7 @@ import { AttemptHandle } from '../core/transport.js';
 import type { OutboundRequest } from '../../protocol/http/client-transport.js';
 import type { HttpPathService, HttpServed, HttpServerView, RequestScope } from './types.js';
 import { writeErrorResponse } from './egress.js';
-import { clientCertHeader } from './tls-peer.js';
+import { clientCertHeader } from '../../protocol/http/h1/tls-peer.js';
 
 /** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
 export const RETRY_BUFFER_BYTES = 8 * 1024;

@@ -1,6 +1,6 @@
-import type { InboundRequest } from '../../protocol/http/h1/server.js';
+import type { InboundRequest } from './server.js';
 import type { TLSSocket } from 'node:tls';
-import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
+import { clientCertHeaderValue } from '../headers/client-cert.js';
 
 const certValues = new WeakMap<object, string | null>();
 
