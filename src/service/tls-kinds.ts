@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { filePath, kindShape, nonEmptyString, pathPattern, registerKind } from '../config/index.js';
 
 // Client TLS kinds (family `clientTls`). Their factories return the validated config: the client
-// that connects turns it into socket options for the id it serves (see client-tls.ts).
+// that connects turns it into socket options for the id it serves (see tls-settings.ts).
 
 /** `io.prx.noValidation`: TLS without verifying the server's certificate (tests, trusted networks). */
 export const noValidationTls = registerKind({

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 import type { Address } from '../../naming/index.js';
-import type { ClientTlsSettings } from '../../service/client-tls.js';
+import type { ClientTlsSettings } from '../../service/tls-settings.js';
 import { addressKey } from '../../naming/index.js';
 import { UpstreamExchange, type ResponseBodyLimits } from './upstream.js';
 import { H1Pool } from './h1/pool.js';

@@ -3,7 +3,7 @@ import { clientParamDefaults, serviceParamDefaults, type BackoffConfig, type Cli
 import { readPath } from '../../naming/index.js';
 import { balancerFromConfig } from '../../service/balancer/index.js';
 import type { BalancerFactory } from '../../service/balancer/types.js';
-import { clientTls, type ClientTlsConfig, type ClientTlsSettings } from '../../service/client-tls.js';
+import { clientTls, type ClientTlsConfig, type ClientTlsSettings } from '../../service/tls-settings.js';
 import { accrualFromConfig } from '../../service/policy/accrual-kinds.js';
 import { backoffFromConfig, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { PolicyResolver } from '../../service/policy/params.js';

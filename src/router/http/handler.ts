@@ -1,6 +1,8 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { Socket } from 'node:net';
-import type { InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
+import type { H1Server, InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
+import type { ProtocolServer } from '../core/router-base.js';
+import type { ServerAddress } from '../core/types.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
 import { ServerStats } from '../core/server-stats.js';
 import type { HttpServerConfig } from './schema.js';
@@ -23,13 +25,14 @@ const KEEP_ALIVE_TIMEOUT_MS = 65_000;
  * routing through the path cache, and streaming the response back. Allocation per request is
  * kept to the request context, the outbound request and the exchange.
  */
-export class HttpServerHandler implements ServerCallbacks, HttpServerView {
+export class HttpServerHandler implements ServerCallbacks, HttpServerView, ProtocolServer {
   readonly router: HttpRouterHost;
   readonly cfg: HttpServerConfig;
   readonly serverOptions: ServerConnectionOptions;
   /** Open client connections (closed by force once a drain runs out of time). */
   readonly sockets = new Set<Socket>();
   readonly stats: ServerStats;
+  #server: H1Server | undefined;
   /** `status/<code>` of the answers, once bound. */
   #statuses: StatusCodeCounters | undefined;
   localIp = '';
@@ -82,16 +85,35 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView {
     });
   }
 
-  /** Called once the server listens: its stats scope names the real address. */
-  bound(ip: string, port: number): void {
-    this.localIp = ip;
-    this.localPort = port;
-    this.#statuses = new StatusCodeCounters(this.stats.bound(ip, port));
+  /** The h1 server this handler answers for (made with this handler's callbacks). */
+  attach(server: H1Server): void {
+    this.#server = server;
+  }
+
+  async listen(ip: string, port: number): Promise<ServerAddress> {
+    const a = await (this.#server as H1Server).listen(ip, port);
+    this.localIp = a.address;
+    this.localPort = a.port;
+    // The stats scope names the real address (port 0 became the real port).
+    this.#statuses = new StatusCodeCounters(this.stats.bound(a.address, a.port));
+    return { ip: a.address, port: a.port };
+  }
+
+  stopAccepting(): void {
+    this.#server?.close();
+    // Idle keep-alive connections go now; busy ones finish their request first.
+    this.#server?.closeIdleConnections();
   }
 
   /** Resolves when no request is in flight. */
   drained(): Promise<void> {
     return this.stats.drained();
+  }
+
+  closeAll(): void {
+    this.#server?.closeAllConnections();
+    // Upgraded (tunnelled) connections are no longer the server's.
+    for (const s of this.sockets) s.destroy();
   }
 
   request(req: InboundRequest, res: InboundResponse): void {

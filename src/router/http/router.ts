@@ -1,55 +1,30 @@
-import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import { H1Server } from '../../protocol/http/h1/server.js';
-import type { Logger } from 'pino';
-import { lookupKind, type KindConfig } from '../../config/index.js';
-import type { BoundName, Dtab } from '../../naming/index.js';
-import { readDtab, readPath, type NameInterpreter, type Path } from '../../naming/index.js';
 import type { ResponseClassifier } from '../../service/classifier.js';
-import { routerStats, type StatsReceiver } from '../../service/stats/index.js';
-import type { Tracer } from '../../service/tracing.js';
+import { serverTlsOptions } from '../../service/tls-settings.js';
 import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
+import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
+import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
+import { ViaStamp } from '../../protocol/http/headers/via.js';
+import { H1Server } from '../../protocol/http/h1/server.js';
 import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/identifiers/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import type { BindingCache, Lease } from '../core/cache.js';
-import { buildInterpreter, RoutingCore, type RoutingAdapter } from '../core/routing.js';
-import type { RouterContext, RunningRouter, ServerAddress } from '../core/types.js';
+import { RouterBase } from '../core/router-base.js';
+import type { RoutingAdapter } from '../core/routing.js';
+import type { RouterContext } from '../core/types.js';
 import { HttpServerHandler } from './handler.js';
 import { HttpParams, type ResolvedClient } from './params.js';
 import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
-import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
-import type { HttpRouterConfig, HttpServerConfig } from './schema.js';
-import type { HttpClient, HttpPathService, HttpRouterHost, HttpRoutingCore, RequestScope } from './types.js';
-import { clientSpan, serverSpan, type TracePropagator } from '../../protocol/http/headers/trace-propagator.js';
-import { ViaStamp } from '../../protocol/http/headers/via.js';
-
-/** One listening server of the router. */
-interface ServerHandle {
-  readonly cfg: HttpServerConfig;
-  readonly server: H1Server;
-  readonly handler: HttpServerHandler;
-}
+import type { HttpRouterConfig } from './schema.js';
+import type { HttpRouterHost, RequestScope } from './types.js';
 
 /**
- * The `http` router: servers that identify each request, bind its name through the dtab, and
- * forward it through balanced, failure-aware clients. Binding state lives in four bounded caches
- * (paths, trees, bounds, clients) whose evictions prune the matching metrics.
+ * The `http` router (HTTP/1.1): servers that identify each request, bind its name through the dtab
+ * and forward it through the routing core's balanced, failure-aware clients.
  */
-export class HttpRouter implements RunningRouter, HttpRouterHost {
-  readonly label: string;
-  readonly protocol = 'http';
-  readonly dstPrefix: Path;
-  readonly baseDtab: Dtab;
-  readonly interpreter: NameInterpreter;
-  readonly identifier: HttpIdentifier;
+export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier, ResolvedClient> implements HttpRouterHost {
   readonly cfg: HttpRouterConfig;
-  readonly stats: StatsReceiver;
-  readonly log: Logger;
-  readonly tracer: Tracer;
-  readonly params: HttpParams;
+  readonly identifier: HttpIdentifier;
   readonly accessLog: AccessLog | undefined;
-  /** Binding, the path and client stacks and their caches: the protocol-free router. */
-  readonly routing: HttpRoutingCore;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
   readonly trace: (ctx: RequestScope, headers: IncomingHttpHeaders) => void;
   /**
@@ -58,32 +33,21 @@ export class HttpRouter implements RunningRouter, HttpRouterHost {
    * process (linker-to-linker on one host) is two routers and no loop.
    */
   readonly via = new ViaStamp();
-  readonly #servers: ServerHandle[] = [];
-  #closing: Promise<void> | undefined;
 
   constructor(cfg: HttpRouterConfig, ctx: RouterContext) {
+    const params = new HttpParams(cfg.client, cfg.service, {
+      maxHeaderBytes: (cfg.maxHeadersKB + cfg.maxInitialLineKB) * 1024,
+      responseBody: { maxResponseBytes: cfg.maxResponseKB * 1024, aggregate: !cfg.streamingEnabled, maxChunkBytes: cfg.maxChunkKB * 1024 },
+    });
+    super('http', cfg, ctx, httpRoutingAdapter(params));
     this.cfg = cfg;
-    this.label = cfg.label;
-    this.dstPrefix = readPath(cfg.dstPrefix);
-    const baseDtab = readDtab(cfg.dtab);
-    this.baseDtab = baseDtab;
-    this.log = ctx.log.child({ router: cfg.label });
-    this.tracer = ctx.tracer;
-    this.stats = routerStats(ctx.stats, cfg.label);
-    if (cfg.originator) this.stats.gauge(['originator'], () => 1);
-    const interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
-    this.interpreter = interpreter;
-    const propagator = buildPropagator(cfg.tracePropagator);
+    const propagator = propagatorFromConfig(cfg.tracePropagator);
     const tracer = ctx.tracer;
     this.trace = (rctx, headers) => {
       const server = serverSpan(propagator, headers, { tracer });
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
     this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
-    this.params = new HttpParams(cfg.client, cfg.service, {
-      maxHeaderBytes: (cfg.maxHeadersKB + cfg.maxInitialLineKB) * 1024,
-      responseBody: { maxResponseBytes: cfg.maxResponseKB * 1024, aggregate: !cfg.streamingEnabled, maxChunkBytes: cfg.maxChunkKB * 1024 },
-    });
     this.accessLog =
       cfg.httpAccessLog === undefined
         ? undefined
@@ -94,54 +58,11 @@ export class HttpRouter implements RunningRouter, HttpRouterHost {
             rotateCount: cfg.httpAccessLogRotateCount,
             onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
           });
-    this.routing = new RoutingCore({
-      adapter: httpRoutingAdapter(this.params),
-      baseDtab,
-      interpreter,
-      stats: this.stats,
-      log: this.log,
-      bindingTimeoutMs: cfg.bindingTimeoutMs,
-      cache: cfg.bindingCache,
-      protectedListeners: ctx.protectedListeners,
-    });
     for (const s of cfg.servers) {
       const handler = new HttpServerHandler(this, s);
-      const server = new H1Server(handler.serverOptions, handler, s.tls === undefined ? undefined : tlsOptions(s.tls));
-      this.#servers.push({ cfg: s, server, handler });
+      handler.attach(new H1Server(handler.serverOptions, handler, s.tls === undefined ? undefined : serverTlsOptions(s.tls)));
+      this.addServer(s.ip, s.port, handler);
     }
-  }
-
-  get usage(): RunningRouter['usage'] {
-    const interp = this.cfg.interpreter as KindConfig & { transformers?: readonly KindConfig[] };
-    return {
-      protocol: 'http',
-      interpreter: interp.kind,
-      identifiers: this.cfg.identifier.map((i) => i.kind),
-      transformers: (interp.transformers ?? []).map((t) => t.kind),
-    };
-  }
-
-  /** Borrows the path service for a logical name and request dtab. */
-  pathService(dst: Path, localDtab: Dtab): Lease<HttpPathService> {
-    return this.routing.pathService(dst, localDtab);
-  }
-
-  get paths(): BindingCache<HttpPathService, Path, Dtab> {
-    return this.routing.paths;
-  }
-
-  get clients(): BindingCache<HttpClient, BoundName> {
-    return this.routing.clients;
-  }
-
-  async listen(): Promise<readonly ServerAddress[]> {
-    const out: ServerAddress[] = [];
-    for (const h of this.#servers) {
-      const a = await h.server.listen(h.cfg.ip, h.cfg.port);
-      h.handler.bound(a.address, a.port);
-      out.push({ ip: a.address, port: a.port });
-    }
-    return out;
   }
 
   identify(req: IncomingMessage): Promise<unknown> {
@@ -151,29 +72,9 @@ export class HttpRouter implements RunningRouter, HttpRouterHost {
     );
   }
 
-  close(deadline: number): Promise<void> {
-    this.#closing ??= this.#close(deadline);
-    return this.#closing;
-  }
-
-  async #close(deadline: number): Promise<void> {
-    for (const h of this.#servers) h.server.close();
-    // Idle keep-alive connections go now; busy ones finish their request first.
-    for (const h of this.#servers) h.server.closeIdleConnections();
-    const drained = Promise.all(this.#servers.map((h) => h.handler.drained()));
-    const left = deadline - Date.now();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, Math.max(0, left))))]);
-    clearTimeout(timer);
-    for (const h of this.#servers) {
-      h.server.closeAllConnections();
-      // Upgraded (tunnelled) connections are no longer the server's.
-      for (const s of h.handler.sockets) s.destroy();
-    }
-    await this.routing.close();
+  protected override async closed(): Promise<void> {
     await this.accessLog?.close();
   }
-
 }
 
 /** HTTP/1.1's part of the routing core: its protocol object, its policies, and the `prx-dst-*` headers of each attempt. */
@@ -191,17 +92,4 @@ function httpRoutingAdapter(params: HttpParams): RoutingAdapter<OutboundRequest,
       else delete h['x-forwarded-client-cert'];
     },
   };
-}
-
-function buildPropagator(cfg: KindConfig): TracePropagator {
-  const def = lookupKind('tracePropagator', cfg.kind);
-  if (def === undefined) throw new Error(`trace propagator kind ${cfg.kind} is not registered`);
-  return (def.create as (c: unknown, x: unknown) => TracePropagator)(cfg, undefined);
-}
-
-function tlsOptions(tls: NonNullable<HttpServerConfig['tls']>): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert: boolean; rejectUnauthorized: boolean } {
-  const cert = readFileSync(tls.certPath);
-  const key = readFileSync(tls.keyPath);
-  if (tls.caCertPath === undefined) return { cert, key, requestCert: false, rejectUnauthorized: false };
-  return { cert, key, ca: readFileSync(tls.caCertPath), requestCert: true, rejectUnauthorized: true };
 }

@@ -12,7 +12,7 @@
  * (16 lower-case hex digits) for correlating logs.
  */
 import { z } from 'zod';
-import { kindShape, registerKind } from '../../../config/index.js';
+import { kindShape, lookupKind, registerKind, type KindConfig } from '../../../config/index.js';
 import { randomSpanId, sampleByRate, TraceId, type Tracer } from '../../../service/tracing.js';
 import { readSampleHeader } from './context.js';
 import { PRX_CTX_TRACE, PRX_REQID } from './names.js';
@@ -102,4 +102,11 @@ export function clientSpan(propagator: TracePropagator, headers: HeaderMap, serv
   }
   propagator.setContext(headers, id);
   return id;
+}
+
+/** The router's `tracePropagator` kind, built from its config. */
+export function propagatorFromConfig(cfg: KindConfig): TracePropagator {
+  const def = lookupKind('tracePropagator', cfg.kind);
+  if (def === undefined) throw new Error(`trace propagator kind ${cfg.kind} is not registered`);
+  return (def.create as (c: unknown, x: unknown) => TracePropagator)(cfg, undefined);
 }

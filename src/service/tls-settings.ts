@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { PrxError } from '../core/errors.js';
-import type { KindConfig } from '../config/index.js';
+import type { KindConfig, ServerTlsConfig } from '../config/index.js';
 import { readPath } from '../naming/index.js';
 import { PathMatcher } from '../naming/path-matcher.js';
 
@@ -76,4 +76,12 @@ function readCa(path: string | undefined): Buffer | undefined {
     caCache.set(path, ca);
   }
   return ca;
+}
+
+/** A server's TLS socket options from its `tls` config; with `caCertPath`, clients must present a certificate it signed. */
+export function serverTlsOptions(tls: ServerTlsConfig): { cert: Buffer; key: Buffer; ca?: Buffer; requestCert: boolean; rejectUnauthorized: boolean } {
+  const cert = readFileSync(tls.certPath);
+  const key = readFileSync(tls.keyPath);
+  if (tls.caCertPath === undefined) return { cert, key, requestCert: false, rejectUnauthorized: false };
+  return { cert, key, ca: readFileSync(tls.caCertPath), requestCert: true, rejectUnauthorized: true };
 }
