@@ -13,6 +13,7 @@ import type { ClientParams } from '../../../src/router/core/client.js';
 import { balancerFromConfig, type BalancerFactory } from '../../../src/service/balancer/index.js';
 import { none, type FailureAccrualPolicyFactory } from '../../../src/service/policy/index.js';
 import { MetricsRegistry, routerStats } from '../../../src/service/stats/index.js';
+import type { HistogramMetric } from '../../../src/service/stats/metrics.js';
 import { FakeProtocol, request, type FakeClassifier, type FakeExchange, type FakeRequest } from './fake-transport.js';
 
 /** `/#/fake/<name>`: a bound leaf whose address set the test sets, or any tree state it sets. */
@@ -72,6 +73,8 @@ export interface FakeRouter {
   readonly registry: MetricsRegistry;
   /** A metric under `rt/fake/` (`client/#/fake/web/requests`): a counter's or gauge's value. */
   stat(name: string): number | undefined;
+  /** A histogram under `rt/fake/`: what it recorded so far (count and sum). */
+  histogram(name: string): { readonly count: number; readonly sum: number } | undefined;
   /** Serves one request through the path service of `dst` (default `/svc/web`), recording service stats. */
   serve(req?: FakeRequest, opts?: { readonly dst?: string; readonly handle?: AttemptHandle; readonly dtab?: Dtab }): Promise<FakeServed>;
   /** The path service of `dst`, kept (for its binding) until the router closes. */
@@ -115,6 +118,7 @@ export function fakeRouter(o: FakeRouterOptions = {}): FakeRouter {
     core,
     registry,
     stat: (name) => (registry.find(`rt/fake/${name}`)?.metric as { value?: number } | undefined)?.value,
+    histogram: (name) => (registry.find(`rt/fake/${name}`)?.metric as HistogramMetric | undefined)?.summaryOrSoFar,
     async serve(req = request(), s = {}) {
       const lease = core.pathService(readPath(s.dst ?? '/svc/web'), s.dtab ?? Dtab.empty);
       const svc = lease.value;
