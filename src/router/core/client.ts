@@ -203,7 +203,8 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
         const cancelled = handle.cancelled !== undefined;
         const protocol = this.#protocol;
         // A full pool (a rejection: the request never left) is requeued like a failed connect.
-        const connectFailure = !cancelled && (e instanceof TooManyWaitersError || protocol.isRequeueable(e, exchange));
+        const rejected = e instanceof TooManyWaitersError;
+        const connectFailure = !cancelled && (rejected || protocol.isRequeueable(e, exchange));
         this.#countFailure(this.#counters, e);
         this.#countFailure(this.#serviceCounters(service), e);
         const transport = transportError(e);
@@ -211,8 +212,9 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
         // A client that went away says nothing about the endpoint; a full pool is this proxy's own
         // back-pressure, not a sign of the endpoint's health.
         if (cancelled) endpoint.accrual.recordIgnored();
-        else if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
-        if (connectFailure && this.#params.failFast) {
+        else if (!rejected) this.recordOutcome(endpoint, false, performance.now() - started);
+        // Fail-fast hears of failed connections only: Finagle's pool rejects above it.
+        if (connectFailure && !rejected && this.#params.failFast) {
           endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
           this.#leaveProbationIfDown(endpoint);
         }
