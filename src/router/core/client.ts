@@ -210,9 +210,9 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
         const transport = transportError(e);
         if (transport !== undefined) this.#exn.recordOuter(transport);
         // A client that went away says nothing about the endpoint; a full pool is this proxy's own
-        // back-pressure, not a sign of the endpoint's health.
-        if (cancelled) endpoint.accrual.recordIgnored();
-        else if (!rejected) this.recordOutcome(endpoint, false, performance.now() - started);
+        // back-pressure, not a sign of the endpoint's health. Either releases a probe it was given.
+        if (cancelled || rejected) endpoint.accrual.recordIgnored();
+        else this.recordOutcome(endpoint, false, performance.now() - started);
         // Fail-fast hears of failed connections only: Finagle's pool rejects above it.
         if (connectFailure && !rejected && this.#params.failFast) {
           endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);

@@ -53,17 +53,25 @@ describe('balancers over the core client', () => {
     await rt.close();
   });
 
-  for (const kind of ['p2c', 'ewma'] as const) {
-    test(`${kind}: concurrent load spreads by weight (1:3 over 40 requests)`, async () => {
-      const rt = router(kind);
-      rt.namer.bind('web', endpoints(2, [1, 3]));
-      for (const k of KEYS.slice(0, 2)) rt.protocol.endpoint(k).script = stream();
-      const c = counts(await concurrent(rt, 40));
-      const light = c[KEYS[0]] ?? 0;
-      assert.ok(light >= 7 && light <= 13, `light endpoint got ${light} of 40`);
-      await rt.close();
-    });
-  }
+  test('p2c: concurrent load spreads by weight (1:3 over 40 requests)', async () => {
+    const rt = router('p2c');
+    rt.namer.bind('web', endpoints(2, [1, 3]));
+    for (const k of KEYS.slice(0, 2)) rt.protocol.endpoint(k).script = stream();
+    const c = counts(await concurrent(rt, 40));
+    const light = c[KEYS[0]] ?? 0;
+    assert.ok(light >= 7 && light <= 13, `light endpoint got ${light} of 40`);
+    await rt.close();
+  });
+
+  test('ewma: the latencies the client observes steer traffic away from a slow endpoint', async () => {
+    const rt = router('ewma');
+    rt.namer.bind('web', endpoints(2));
+    const slow = rt.protocol.endpoint(KEYS[0]);
+    slow.script = answer('success', 25);
+    await spread(rt, 40);
+    assert.ok(slow.dispatched >= 1 && slow.dispatched <= 2, `the slow endpoint got ${slow.dispatched} of 40`);
+    await rt.close();
+  });
 
   for (const kind of KINDS) {
     test(`${kind}: every endpoint serves; one taken out by failure accrual gets nothing more`, async () => {

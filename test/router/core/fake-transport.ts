@@ -17,10 +17,10 @@ export function request(replayable = true): FakeRequest {
 
 /** What an endpoint does with one request. */
 export type Behaviour =
-  | { readonly kind: 'answer' | 'stream'; readonly cls: ResponseClass } // a whole response, or a head whose body ends later
+  | { readonly kind: 'answer' | 'stream'; readonly cls: ResponseClass; readonly delayMs?: number } // a whole response, or a head whose body ends later
   | { readonly kind: 'refuse' | 'reset' | 'hang' }; // connect fails (nothing written), fails after writing, never answers
 
-export const answer = (cls: ResponseClass = 'success'): Behaviour => ({ kind: 'answer', cls });
+export const answer = (cls: ResponseClass = 'success', delayMs = 0): Behaviour => ({ kind: 'answer', cls, delayMs });
 export const stream = (cls: ResponseClass = 'success'): Behaviour => ({ kind: 'stream', cls });
 export const REFUSE: Behaviour = { kind: 'refuse' };
 export const RESET: Behaviour = { kind: 'reset' };
@@ -57,12 +57,14 @@ export class FakeExchange implements Exchange {
     this.head = new Promise<FakeExchange>((resolve, reject) => {
       this.#reject = reject;
       if (b.kind === 'hang') return;
-      queueMicrotask(() => {
+      const settle = (): void => {
         if (this.finished && this.error !== undefined) return;
         if (b.kind === 'answer') this.end();
         if (b.kind === 'refuse' || b.kind === 'reset') this.break(new FakeSocketError(b.kind === 'refuse' ? 'ECONNREFUSED' : 'ECONNRESET'));
         else resolve(this);
-      });
+      };
+      if ('delayMs' in b && b.delayMs !== undefined && b.delayMs > 0) setTimeout(settle, b.delayMs);
+      else queueMicrotask(settle);
     });
     this.head.catch(() => {});
   }
@@ -103,18 +105,21 @@ export class FakeEndpoint {
   readonly exchanges: FakeExchange[] = [];
   transports = 0;
   closed = 0;
+  destroyed = 0;
 }
 
 export class FakeTransport implements Transport<FakeRequest, FakeExchange> {
   readonly #ep: FakeEndpoint;
   readonly #key: string;
+  readonly #inFlight = new Set<FakeExchange>();
+  #closed: (() => void) | undefined;
   constructor(key: string, ep: FakeEndpoint) {
     this.#key = key;
     this.#ep = ep;
     ep.transports++;
   }
   get connections(): number {
-    return this.#ep.exchanges.filter((e) => !e.finished).length;
+    return this.#inFlight.size;
   }
   saturated(load: number): boolean {
     return load >= this.#ep.maxLoad;
@@ -122,18 +127,26 @@ export class FakeTransport implements Transport<FakeRequest, FakeExchange> {
   dispatch(req: FakeRequest, onDone: (ex: FakeExchange) => void): FakeExchange {
     const ep = this.#ep;
     req.tried.push(this.#key);
-    const ex = new FakeExchange(typeof ep.script === 'function' ? ep.script(ep.dispatched) : ep.script, onDone);
+    const ex = new FakeExchange(typeof ep.script === 'function' ? ep.script(ep.dispatched) : ep.script, (done) => {
+      this.#inFlight.delete(done);
+      onDone(done);
+      if (this.#inFlight.size === 0) this.#closed?.();
+    });
     ep.dispatched++;
     ep.exchanges.push(ex);
+    this.#inFlight.add(ex);
     return ex;
   }
+  /** Resolves once the exchanges in flight have ended, as a pool's close does. */
   close(): Promise<void> {
     this.#ep.closed++;
-    return Promise.resolve();
+    if (this.#inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.#closed = resolve));
   }
   destroy(): Promise<void> {
-    for (const ex of this.#ep.exchanges) ex.abort(new Error('destroyed'));
-    return this.close();
+    this.#ep.destroyed++;
+    for (const ex of [...this.#inFlight]) ex.abort(new Error('destroyed'));
+    return Promise.resolve();
   }
 }
 
