@@ -330,7 +330,8 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
   close(): void {
     this.#observation.close();
     this.#wakeUnresolved();
-    for (const e of this.#endpoints.values()) void e.close();
+    // Draining, not forgotten: a forced shutdown (destroy) still reaches requests in flight.
+    for (const e of this.#endpoints.values()) this.#retire(e);
     this.#endpoints.clear();
     this.#balancer.update([]);
     this.#onClose?.();
