@@ -1,11 +1,11 @@
 // The routing core's four binding caches over the fake transport (the cache on its own is in
 // test/router/binding-cache.test.ts): what eviction, one-shots and the idle sweep do to clients
 // (their endpoints closed, `client/<id>` stats pruned) and path services (`service/<dst>` stats,
-// shared by one name's entries, pruned with the last), and the forced shutdown reaching requests
-// still in flight.
+// shared by one name's entries, pruned with the last), the tree and bound caches' accounting, and
+// the forced shutdown reaching requests still in flight.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { address, addrBound, readDtab } from '../../../src/naming/index.js';
+import { BoundName, Path, address, addrBound, leaf, ok, readDtab, union, weighted, type Addr, type MutableVar } from '../../../src/naming/index.js';
 import { AttemptHandle } from '../../../src/router/core/transport.js';
 import { RequestCancelledError } from '../../../src/service/failures.js';
 import { HANG, request } from './fake-transport.js';
@@ -96,6 +96,23 @@ describe('routing caches', () => {
     await rt.serve(request(), { dst: '/svc/other' });
     assert.equal(rt.stat('bindcache/path/evicts'), 2);
     assert.equal(rt.stat('service/svc/web/requests'), undefined, 'pruned with the last');
+    await rt.close();
+  });
+
+  test('trees and bound names are counted per distinct binding, refreshed when the tree changes', async () => {
+    const rt = router({});
+    const svc = rt.pathService('/svc/web');
+    await rt.serve(request(), { dst: '/svc/web' });
+    assert.equal(rt.stat('bindcache/tree/misses'), 1, 'a binding known at once is counted too');
+    assert.equal(rt.stat('bindcache/tree/size'), 1);
+    assert.equal(rt.stat('bindcache/bound/misses'), 1);
+    const bound = (name: string): BoundName => new BoundName(Path.of('#', 'fake', name), rt.namer.addrs.get(name) as MutableVar<Addr>);
+    rt.namer.set('web', ok(union(weighted(1, leaf(bound('web'))), weighted(1, leaf(bound('api'))))));
+    assert.equal(svc.binding.state.kind, 'ok');
+    assert.equal(rt.stat('bindcache/tree/misses'), 2);
+    assert.equal(rt.stat('bindcache/tree/size'), 2, 'the old tree stays cached (idle) until evicted');
+    assert.equal(rt.stat('bindcache/bound/misses'), 2, 'web was cached already: only api is new');
+    assert.equal(rt.stat('bindcache/bound/size'), 2);
     await rt.close();
   });
 
