@@ -38,7 +38,7 @@ describe('timeouts', () => {
     });
     const ex = ep.exchanges[0];
     assert.equal(ex?.error, failure, 'the exchange was aborted with the timeout');
-    assert.equal(ex.finished, true);
+    assert.equal(ex?.finished, true);
     assert.equal(rt.stat(`${C}/pending`), 0);
     assert.equal(rt.stat(`${C}/failures/AttemptTimeoutError`), 1);
     assert.equal(rt.stat(`${S}/failures/AttemptTimeoutError`), 1);
