@@ -35,6 +35,8 @@ describe('requeues', () => {
     assert.equal(rt.stat(`${C}/failures`), 1);
     assert.equal(rt.stat(`${C}/failures/ECONNREFUSED`), 1);
     assert.equal(rt.stat(`${C}/success`), 1);
+    assert.equal(rt.stat(`${C}/service/svc/web/requests`), 2, 'the client’s per-service breakdown');
+    assert.equal(rt.stat(`${C}/service/svc/web/failures/ECONNREFUSED`), 1);
     assert.equal(rt.stat(`${S}/requests`), 1, 'the service sees one request');
     assert.equal(rt.stat(`${S}/success`), 1);
     await rt.close();
