@@ -134,6 +134,8 @@ describe('pickLeaf', () => {
     assert.equal(pick(u, 0.25), '/#/b');
     assert.equal(pick(u, 0.999), '/#/b');
     assert.equal(pick(union<BoundName>(weighted(0, a), weighted(0, b))), 'neg');
+    const negative = union(weighted(-5, leaf(name('never'))), weighted(1, a), weighted(1, b));
+    assert.equal(pick(negative, 0.4), '/#/a', 'a weight below zero counts as zero');
   });
 
   test('Union: a branch that cannot serve is kept with its weight (Finagle retains unreachable branches)', () => {
