@@ -203,16 +203,18 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
         const cancelled = handle.cancelled !== undefined;
         const protocol = this.#protocol;
         // A full pool (a rejection: the request never left) is requeued like a failed connect.
-        const connectFailure = !cancelled && (e instanceof TooManyWaitersError || protocol.isRequeueable(e, exchange));
+        const rejected = e instanceof TooManyWaitersError;
+        const connectFailure = !cancelled && (rejected || protocol.isRequeueable(e, exchange));
         this.#countFailure(this.#counters, e);
         this.#countFailure(this.#serviceCounters(service), e);
         const transport = transportError(e);
         if (transport !== undefined) this.#exn.recordOuter(transport);
         // A client that went away says nothing about the endpoint; a full pool is this proxy's own
-        // back-pressure, not a sign of the endpoint's health.
-        if (cancelled) endpoint.accrual.recordIgnored();
-        else if (!(e instanceof TooManyWaitersError)) this.recordOutcome(endpoint, false, performance.now() - started);
-        if (connectFailure && this.#params.failFast) {
+        // back-pressure, not a sign of the endpoint's health. Either releases a probe it was given.
+        if (cancelled || rejected) endpoint.accrual.recordIgnored();
+        else this.recordOutcome(endpoint, false, performance.now() - started);
+        // Fail-fast hears of failed connections only: Finagle's pool rejects above it.
+        if (connectFailure && !rejected && this.#params.failFast) {
           endpoint.markFailFast(FAIL_FAST_MIN_MS, FAIL_FAST_MAX_MS);
           this.#leaveProbationIfDown(endpoint);
         }
@@ -328,7 +330,8 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
   close(): void {
     this.#observation.close();
     this.#wakeUnresolved();
-    for (const e of this.#endpoints.values()) void e.close();
+    // Draining, not forgotten: a forced shutdown (destroy) still reaches requests in flight.
+    for (const e of this.#endpoints.values()) this.#retire(e);
     this.#endpoints.clear();
     this.#balancer.update([]);
     this.#onClose?.();

@@ -143,6 +143,8 @@ export class RoutingCore<Req, Ex extends Exchange, TransportOpts, Classifier, RC
       for (const l of leases) l.release();
       leases = next;
     };
+    // A tree known at once came while the binding was being built, before this hook.
+    if (binding.state.kind === 'ok') binding.onChange(binding.state.value);
     return new PathService({
       dst,
       localDtab,
