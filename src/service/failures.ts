@@ -61,13 +61,16 @@ export class BindingFailedError extends RouterFailure {
   }
 }
 
-/** Connecting to an endpoint failed before any response (refused, reset, unreachable, timed out, TLS). */
+/**
+ * Connecting to an endpoint failed before any response (refused, reset, unreachable, timed out,
+ * TLS), and requeues could not place the request elsewhere: it never reached an application.
+ */
 export class ConnectionFailedError extends RouterFailure {
   readonly address: string;
   readonly clientId: string;
   readonly addresses: readonly string[];
   constructor(address: string, clientId: string, addresses: readonly string[], cause: Error) {
-    super('PRX_ERR_CONNECTION_FAILED', `Unable to establish connection to ${address}.`, 0, { cause });
+    super('PRX_ERR_CONNECTION_FAILED', `Unable to establish connection to ${address}.`, FailureFlag.Retryable, { cause });
     this.address = address;
     this.clientId = clientId;
     this.addresses = addresses;

@@ -7,18 +7,25 @@ import { type AddressInfo, type Server, type Socket, createServer } from 'node:n
 import { Client, request } from 'undici';
 import { ConfigError, lookupKind } from '../../src/config/index.js';
 import { PrxError } from '../../src/core/errors.js';
+import type { ResponseClass } from '../../src/service/classifier.js';
+import {
+  AttemptTimeoutError,
+  BindingFailedError,
+  BindingTimeoutError,
+  ConnectionFailedError,
+  NoBrokersAvailableError,
+  TooManyWaitersError,
+  TotalTimeoutError,
+} from '../../src/service/failures.js';
 import {
   type ClassifiedResult,
-  type ResponseClass,
   type ResponseClassifier,
-  RETRYABLE_ERROR_CODES,
-  isRetryableError,
-  withRetryableRules,
-} from '../../src/service/classifier.js';
-import {
   ClassifierProtocolMismatchError,
   HTTP_CLASSIFIER_KINDS,
+  HTTP_RETRYABLE_ERROR_CODES,
   classifierFromConfig,
+  isRetryableError,
+  withRetryableRules,
 } from '../../src/protocol/http/classifiers.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -90,6 +97,18 @@ describe('isRetryableError', () => {
     for (const name of RETRYABLE_REAL) assert.equal(isRetryableError(real[name]), true, `${name}: ${String(real[name])}`);
   });
 
+  it('decides the router core’s failures by their flags: timeouts, failed connections and full pools, not naming', () => {
+    assert.equal(isRetryableError(new TotalTimeoutError(1)), true);
+    assert.equal(isRetryableError(new AttemptTimeoutError(1)), true);
+    assert.equal(isRetryableError(new ConnectionFailedError('127.0.0.1:1', '/$/inet/127.0.0.1/1', [], new Error('refused'))), true);
+    assert.equal(isRetryableError(new TooManyWaitersError('127.0.0.1:1')), true);
+    assert.equal(isRetryableError(new BindingTimeoutError(1, '/svc/a')), false);
+    assert.equal(isRetryableError(new NoBrokersAvailableError('/svc/a')), false);
+    // A router failure is judged by its flags, not by a code its cause carries.
+    const reset = Object.assign(new Error('reset'), { code: 'ECONNRESET' });
+    assert.equal(isRetryableError(new BindingFailedError('/svc/a', reset)), false);
+  });
+
   it('refuses aborts, binding timeouts, plain errors and non-errors', () => {
     assert.equal(isRetryableError(real['aborted']), false);
     assert.equal(isRetryableError(bindingTimeout), false);
@@ -98,7 +117,10 @@ describe('isRetryableError', () => {
   });
 
   it('knows every listed code and llhttp codes, and follows causes a few levels deep', () => {
-    for (const code of RETRYABLE_ERROR_CODES) assert.equal(isRetryableError(Object.assign(new Error(code), { code })), true, code);
+    for (const code of HTTP_RETRYABLE_ERROR_CODES) assert.equal(isRetryableError(Object.assign(new Error(code), { code })), true, code);
+    for (const code of ['ETIMEDOUT', 'ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ECONNRESET', 'EPIPE']) {
+      assert.equal(isRetryableError(Object.assign(new Error(code), { code })), true, code);
+    }
     assert.equal(isRetryableError(Object.assign(new Error('x'), { code: 'HPE_INVALID_CONSTANT' })), true);
     const wrapped = new TypeError('fetch failed', { cause: new Error('outer', { cause: real['connection refused'] }) });
     assert.equal(isRetryableError(wrapped), true);

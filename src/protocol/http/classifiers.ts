@@ -22,13 +22,92 @@
 import { z } from 'zod';
 import { BugError, PrxError } from '../../core/errors.js';
 import { type KindConfig, kindShape, kindSlot, lookupKind, registerKind, validate } from '../../config/index.js';
-import {
-  type ClassifiedResult,
-  type ResponseClass,
-  type ResponseClassifier,
-  isRetryableError,
-  withRetryableRules,
-} from '../../service/classifier.js';
+import { isRetryableFailure, type ResponseClass } from '../../service/classifier.js';
+
+/** One finished request attempt, as classifiers see it. */
+export interface ClassifiedResult {
+  readonly method: string;
+  /** The response status; absent when the attempt failed before a response (then `error` is set). */
+  readonly status?: number;
+  /** Set when the attempt failed; it then classifies as an exception whatever `status` says. */
+  readonly error?: Error;
+  /** response header prx-retryable: true */
+  readonly retryableHeader?: boolean;
+  /** request body was chunked (streamed) */
+  readonly chunked?: boolean;
+}
+
+export interface ResponseClassifier {
+  classify(r: ClassifiedResult): ResponseClass;
+}
+
+/**
+ * Linkerd's wrappers around every configured HTTP classifier, applied in this order:
+ * 1. a `failure` whose *response* carried `prx-retryable: true` becomes `retryableFailure` (the
+ *    next proxy knows the request never reached the service, so retrying is safe);
+ * 2. a chunked (streamed) request is never `retryableFailure` (it becomes `failure`): its body is
+ *    gone once sent and cannot be replayed.
+ */
+export function withRetryableRules(c: ResponseClassifier): ResponseClassifier {
+  return new RetryableRules(c);
+}
+
+class RetryableRules implements ResponseClassifier {
+  readonly #inner: ResponseClassifier;
+  constructor(inner: ResponseClassifier) {
+    this.#inner = inner;
+  }
+
+  classify(r: ClassifiedResult): ResponseClass {
+    let rc = this.#inner.classify(r);
+    if (rc === 'failure' && r.error === undefined && r.retryableHeader === true) rc = 'retryableFailure';
+    if (rc === 'retryableFailure' && r.chunked === true) rc = 'failure';
+    return rc;
+  }
+}
+
+
+/**
+ * HTTP's transport codes of failures Linkerd's retryable classifiers may retry, beside the router
+ * core's flagged failures and Node's socket codes (`isRetryableFailure`): undici's and the lean h1
+ * client's timeouts, closed connections and framing errors (llhttp's `HPE_…` by prefix), and the
+ * proxy's own retryable answers. Deliberately absent: aborts (`UND_ERR_ABORTED`: the caller gave
+ * up), `UND_ERR_DESTROYED` (the client is shutting down), and size limits, which a retry would hit again.
+ */
+export const HTTP_RETRYABLE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'PRX_ERR_UPSTREAM_CONNECT_TIMEOUT',
+  'PRX_ERR_UPSTREAM_IDLE_TIMEOUT',
+  // Never written (Finagle WriteException and failures flagged Retryable).
+  'PRX_ERR_WRITE_FAILED',
+  'PRX_ERR_MAX_CONCURRENT_REQUESTS',
+  // Connection closed under the request (Finagle ChannelClosedException).
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'PRX_ERR_UPSTREAM_CLOSED',
+  'PRX_ERR_UPSTREAM_RESET',
+  // Malformed responses (Linkerd's FramingException).
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+  'PRX_ERR_CONFLICTING_CONTENT_LENGTH',
+  'PRX_ERR_UPSTREAM_PROTOCOL',
+  'PRX_ERR_UPSTREAM_CONTENT_LENGTH',
+]);
+
+/**
+ * undici's HTTPParserError (a malformed response) usually has no code, because undici looks
+ * llhttp's error number up in a name-to-number table: it is recognised by its `name`.
+ */
+function isHttpRetryable(e: object): boolean {
+  const { code, name } = e as { code?: unknown; name?: unknown };
+  return (typeof code === 'string' && (HTTP_RETRYABLE_ERROR_CODES.has(code) || code.startsWith('HPE_'))) || name === 'HTTPParserError';
+}
+
+/** True when `err` (or a cause) is a timeout, write, connection-closed or framing failure a retry may follow. */
+export function isRetryableError(err: unknown): boolean {
+  return isRetryableFailure(err, isHttpRetryable);
+}
 
 /** The protocols with HTTP status classifiers. */
 export type ClassifierProtocol = 'http' | 'h2';

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { registerKind, type KindDef } from '../../config/registry.js';
@@ -35,6 +34,14 @@ export interface RouterUsage {
   readonly transformers: readonly string[];
 }
 
+/** A request as the admin's identifier endpoint hands it to routers (an HTTP request's head). */
+export interface IdentifiableRequest {
+  readonly method?: string | undefined;
+  readonly url?: string | undefined;
+  readonly httpVersion: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
 /** A built router: its servers, its naming, its lifecycle. */
 export interface RunningRouter {
   readonly label: string;
@@ -52,7 +59,7 @@ export interface RunningRouter {
    */
   close(deadline: number): Promise<void>;
   /** Runs the router's identifiers on a request (the admin `httpIdentifierPort` endpoint). */
-  identify?(req: IncomingMessage): Promise<unknown>;
+  identify?(req: IdentifiableRequest): Promise<unknown>;
 }
 
 /** A router protocol kind (`http`, `h2`, …) registered under family `protocol`. */

@@ -1,9 +1,8 @@
 import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1/server.js';
-import { RequestBodyTooLargeError } from '../../protocol/http/h1/server-request.js';
 import type { AccessLogEntry } from '../../protocol/http/access-log.js';
 import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
 import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
-import { ProxyError, UnknownDestinationError, MaxConcurrentRequestsError, RoutingLoopError } from '../../protocol/http/headers/proxy-errors.js';
+import { PayloadTooLargeError, UnknownDestinationError, MaxConcurrentRequestsError, RoutingLoopError } from '../../protocol/http/headers/proxy-errors.js';
 import { appendViaToRequest, checkCallDepth } from '../../protocol/http/headers/via.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
@@ -17,11 +16,6 @@ import { clientCertHeader } from '../../protocol/http/h1/tls-peer.js';
 /** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
 export const RETRY_BUFFER_BYTES = 8 * 1024;
 
-export class PayloadTooLargeError extends ProxyError {
-  constructor(length: number, limit: number) {
-    super('PRX_ERR_PAYLOAD_TOO_LARGE', `request payload of ${length} bytes exceeds maxRequestKB (${limit} bytes)`, 413, false);
-  }
-}
 
 /** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
 export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed' };
@@ -201,15 +195,10 @@ export class RequestContext implements ResponseOwner, RequestScope {
     if (req.chunked) {
       // Chunked: forwarded as a stream (never retried). Without streaming, it is aggregated up to the limit.
       if (!rc.streamingEnabled) {
-        return req.readBody(rc.maxRequestKB * 1024).then(
-          (body) => {
-            this.out.body = body;
-            req.headers['content-length'] = String(body.length);
-          },
-          (err: unknown) => {
-            throw err instanceof RequestBodyTooLargeError ? new PayloadTooLargeError(err.size, err.limit) : err;
-          },
-        );
+        return req.readBody(rc.maxRequestKB * 1024).then((body) => {
+          this.out.body = body;
+          req.headers['content-length'] = String(body.length);
+        });
       }
       this.out.body = req.bodyStream();
     }

@@ -1,5 +1,5 @@
 import type { ClientPolicyConfig, ServicePolicyConfig } from '../../config/index.js';
-import type { ResponseClassifier } from '../../service/classifier.js';
+import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { classifierFromConfig } from '../../protocol/http/classifiers.js';
 import type { EndpointOptions } from '../../protocol/http/client-transport.js';
 import type { ResponseBodyLimits } from '../../protocol/http/upstream.js';

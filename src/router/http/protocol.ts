@@ -1,5 +1,6 @@
 import type { Address } from '../../naming/index.js';
-import type { ResponseClass, ResponseClassifier } from '../../service/classifier.js';
+import type { ResponseClass } from '../../service/classifier.js';
+import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { errorCode, isSocketConnectFailure, isTlsFailure, isWriteFailure } from '../../service/connect-failures.js';
 import { StatusCodeCounters, type StatsReceiver } from '../../service/stats/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';

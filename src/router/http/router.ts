@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { ResponseClassifier } from '../../service/classifier.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
 import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
 import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
@@ -10,7 +10,7 @@ import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/i
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { RouterBase } from '../core/router-base.js';
 import type { RoutingAdapter } from '../core/routing.js';
-import type { RouterContext } from '../core/types.js';
+import type { IdentifiableRequest, RouterContext } from '../core/types.js';
 import { HttpServerHandler } from './handler.js';
 import { HttpParams, type ResolvedClient } from './params.js';
 import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
@@ -65,7 +65,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
     }
   }
 
-  identify(req: IncomingMessage): Promise<unknown> {
+  identify(req: IdentifiableRequest): Promise<unknown> {
     const id = this.identifier.identify({ method: req.method ?? 'GET', url: req.url ?? '/', httpVersion: req.httpVersion, headers: req.headers });
     return Promise.resolve(
       id.kind === 'identified' ? { path: id.dst.show, ...(id.url === undefined ? {} : { url: id.url }) } : { error: id.reason },

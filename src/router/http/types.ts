@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import type { Dtab, NameInterpreter, Path } from '../../naming/index.js';
-import type { ResponseClassifier } from '../../service/classifier.js';
+import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import type { TraceId, Tracer } from '../../service/tracing.js';
 import type { StatsReceiver } from '../../service/stats/index.js';
 import type { AccessLog, AccessLogEntry } from '../../protocol/http/access-log.js';

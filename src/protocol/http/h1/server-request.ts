@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { PrxError } from '../../../core/errors.js';
+import { PayloadTooLargeError } from '../headers/proxy-errors.js';
 import { RefusedRequestError, type RequestHead } from './request-head.js';
 
 /** Held body bytes past which the connection stops reading until the body is claimed. */
@@ -27,17 +28,6 @@ export class RequestBodyAbortedError extends PrxError {
 export class RequestBodyTimeoutError extends RefusedRequestError {
   constructor(ms: number) {
     super('PRX_ERR_REQUEST_BODY_TIMEOUT', 408, `no request body received for ${ms} ms`);
-  }
-}
-
-/** A body read whole was larger than its limit. */
-export class RequestBodyTooLargeError extends PrxError {
-  readonly size: number;
-  readonly limit: number;
-  constructor(size: number, limit: number) {
-    super('PRX_ERR_PAYLOAD_TOO_LARGE', `request payload of ${size} bytes exceeds the limit of ${limit} bytes`);
-    this.size = size;
-    this.limit = limit;
   }
 }
 
@@ -217,7 +207,7 @@ export class InboundRequest {
     if (c.size > c.limit) {
       this.#collector = undefined;
       this.#discarding = true;
-      c.reject(new RequestBodyTooLargeError(c.size, c.limit));
+      c.reject(new PayloadTooLargeError(c.size, c.limit));
       return;
     }
     c.chunks.push(chunk);

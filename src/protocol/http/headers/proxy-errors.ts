@@ -95,6 +95,17 @@ export class RoutingLoopError extends ProxyError {
   }
 }
 
+/** A request body larger than the router's `maxRequestKB` (known from Content-Length, or found while reading it). */
+export class PayloadTooLargeError extends ProxyError {
+  readonly size: number;
+  readonly limit: number;
+  constructor(size: number, limit: number) {
+    super('PRX_ERR_PAYLOAD_TOO_LARGE', `request payload of ${size} bytes exceeds maxRequestKB (${limit} bytes)`, 413, false);
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
 /** `Max-Forwards` on a diagnostic TRACE is not an integer. */
 export class InvalidMaxForwardsError extends ProxyError {
   constructor() {
