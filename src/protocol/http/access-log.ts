@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { access, mkdir, open, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { InboundRequest } from './h1/server.js';
 import {
   nextRollTime,
   pruneRotated,
@@ -224,4 +225,21 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** The access-log line of a request answered with `status` and a body of `length` bytes (unknown: `-`). */
+export function accessLogEntryOf(req: InboundRequest, status: number, length: number | undefined): AccessLogEntry {
+  const h = req.headers;
+  return {
+    ...(typeof h.host === 'string' ? { host: h.host } : {}),
+    remoteHost: req.socket.remoteAddress ?? '-',
+    time: Date.now(),
+    method: req.method,
+    uri: req.url,
+    protocol: `HTTP/${req.httpVersion}`,
+    status,
+    bytes: length === undefined ? '-' : Number(length),
+    ...(typeof h.referer === 'string' ? { referer: h.referer } : {}),
+    ...(typeof h['user-agent'] === 'string' ? { userAgent: h['user-agent'] } : {}),
+  };
 }

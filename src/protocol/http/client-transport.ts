@@ -191,3 +191,49 @@ export class HttpTransport {
     return Promise.all([this.#h1?.destroy(), this.#pool?.destroy().catch(() => undefined), ...upgrades]).then(() => undefined);
   }
 }
+
+const INT32_MAX = 2147483647;
+/** Keep-alive when the config says "forever": undici still honours the server's own timeout hint. */
+const FOREVER_KEEPALIVE_MS = 600_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+/** `responseIdleTimeoutMs` when not configured: Envoy's stream idle time; long polls fit under it. */
+const RESPONSE_IDLE_TIMEOUT_MS = 300_000;
+
+/** The client policy's connection settings (`hostConnectionPool`, `clientSession`, `responseIdleTimeoutMs`). */
+export interface ConnectionPolicy {
+  readonly hostConnectionPool: { readonly minSize: number; readonly maxSize: number; readonly idleTimeMs?: number | undefined; readonly maxWaiters: number };
+  readonly clientSession: { readonly idleTimeMs?: number | undefined; readonly lifeTimeMs?: number | undefined };
+  readonly responseIdleTimeoutMs?: number | undefined;
+}
+
+/** Limits of the http router that shape every client. */
+export interface ClientLimits {
+  readonly maxHeaderBytes: number;
+  /** `maxResponseKB`, `streamingEnabled` and `maxChunkKB` as every exchange applies them. */
+  readonly responseBody: ResponseBodyLimits;
+}
+
+/** One client's endpoint options from its policy, its TLS settings and the router's limits. */
+export function endpointOptions(p: ConnectionPolicy, tls: ClientTlsSettings | undefined, limits: ClientLimits): EndpointOptions {
+  const pool = p.hostConnectionPool;
+  const session = p.clientSession;
+  // Two different limits (Finagle's pool idle time spares minSize connections; its session idle
+  // time, below the pool, closes any connection): the h1 pool gets each; undici, with no minSize,
+  // only ever applies the shorter one.
+  const sessionIdle = session.idleTimeMs ?? null;
+  const anyIdle = sessionIdle === null ? pool.idleTimeMs : Math.min(sessionIdle, pool.idleTimeMs ?? Infinity);
+  return {
+    maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
+    maxWaiters: pool.maxWaiters,
+    minConnections: pool.minSize,
+    keepAliveTimeoutMs: pool.idleTimeMs ?? FOREVER_KEEPALIVE_MS,
+    keepAliveMaxTimeoutMs: anyIdle ?? FOREVER_KEEPALIVE_MS,
+    sessionIdleTimeMs: sessionIdle,
+    lifeTimeMs: session.lifeTimeMs ?? null,
+    maxHeaderBytes: limits.maxHeaderBytes,
+    responseBody: limits.responseBody,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    responseIdleTimeoutMs: p.responseIdleTimeoutMs ?? RESPONSE_IDLE_TIMEOUT_MS,
+    tls,
+  };
+}

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { serverStats, type Counter, type Histogram, type SettableGauge, type StatsReceiver } from '../../service/stats/index.js';
 import { ExceptionCounters } from '../../service/stats/exception-stats.js';
 import { isActivelyTracing, type Annotation, type TraceId, type Tracer } from '../../service/tracing.js';
@@ -74,12 +75,19 @@ export class ServerStats {
     return this.#inflight;
   }
 
-  connectionOpened(): void {
-    this.#c?.connections.add(1);
-  }
+  /** Open client connections (closed by force once a drain runs out of time). */
+  readonly sockets = new Set<Socket>();
 
-  connectionClosed(): void {
-    this.#c?.connections.add(-1);
+  /** Counts an accepted connection while it is open, and its socket errors under `exn/`. */
+  track(socket: Socket): void {
+    const sockets = this.sockets;
+    sockets.add(socket);
+    this.#c?.connections.add(1);
+    socket.on('error', this.onSocketError);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      this.#c?.connections.add(-1);
+    });
   }
 
   /** A request arrived. */

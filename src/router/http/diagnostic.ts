@@ -1,15 +1,5 @@
-import { STATUS_CODES } from 'node:http';
-import {
-  appendRouterContext,
-  chunkedResponsePlaceholder,
-  diagnosticDecision,
-  dtabResolutionLines,
-  formatRouterContext,
-  type DiagnosticDecision,
-} from '../../protocol/http/headers/diagnostic.js';
-import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
-import { appendVia } from '../../protocol/http/headers/via.js';
-import { ResponseTooLargeError, type BodySink, type UpstreamExchange } from '../../protocol/http/upstream.js';
+import { answerTrace, forwardTraceWithContext } from '../../protocol/http/diagnostic-response.js';
+import { diagnosticDecision, dtabResolutionLines, formatRouterContext, type DiagnosticDecision } from '../../protocol/http/headers/diagnostic.js';
 import { underlyingInterpreter } from '../../interpreter/transformer.js';
 import { type BoundName, type DelegationSource, type NameInterpreter, type Path, addressKey, delegate } from '../../naming/index.js';
 import { BindingFailedError, NoBrokersAvailableError } from '../../service/failures.js';
@@ -31,60 +21,27 @@ const DELEGATION_TIMEOUT_MS = 2000;
 
 /** Answers a TRACE whose `Max-Forwards` reached 0 here: empty, or the router context alone. */
 export async function answerDiagnostic(ctx: RequestScope, svc: HttpPathService, withContext: boolean): Promise<void> {
-  const res = ctx.res;
-  let body = '';
+  let context: string | undefined;
   if (withContext) {
-    const router = ctx.server.router;
-    const treeOrWait = svc.binding.tree(ctx.bindDeadline, router.cfg.bindingTimeoutMs);
+    const treeOrWait = svc.binding.tree(ctx.bindDeadline, ctx.server.router.cfg.bindingTimeoutMs);
     const tree = treeOrWait instanceof Promise ? await treeOrWait : treeOrWait;
     const pick = pickLeaf(tree);
     if (pick.kind === 'neg') throw new NoBrokersAvailableError(svc.dst);
     if (pick.kind === 'fail') throw new BindingFailedError(svc.dst, new Error('the name resolved to a failure (!)'));
-    body = appendRouterContext('', await routerContext(ctx, pick.name.idStr, currentAddresses(pick.name), ''));
+    context = await routerContext(ctx, pick.name.idStr, currentAddresses(pick.name), '');
   }
-  const payload = Buffer.from(body, 'utf8');
-  ctx.status = 200;
-  ctx.responseLength = payload.length;
-  res.writeHead(200, { 'content-type': 'message/http', 'content-length': payload.length });
-  ctx.succeedOnFinish(true);
-  res.end(payload);
+  answerTrace(ctx, context);
 }
 
-/**
- * Writes an upstream response to a diagnostic TRACE with this router's context appended: the body
- * is collected (a chunked one is replaced by its head and a note, as Linkerd does) and sent with
- * its new length.
- */
-export async function sendWithContext(ctx: RequestScope, served: HttpServed, success: boolean): Promise<void> {
-  const res = ctx.res;
-  const ex = served.attempt.exchange;
-  const headers = ex.headers;
-  const chunked = headers['transfer-encoding'] !== undefined && headers['content-length'] === undefined;
-  let body: string;
-  if (chunked) {
-    ex.discard();
-    const head: [string, string][] = [];
-    for (const [k, v] of Object.entries(headers)) {
-      if (v === undefined) continue;
-      for (const one of Array.isArray(v) ? v : [v]) head.push([k, one]);
-    }
-    body = chunkedResponsePlaceholder(head, ex.status, STATUS_CODES[ex.status] ?? '');
-  } else {
-    body = (await collect(ex, ctx.server.router.cfg.maxResponseKB * 1024)).toString('utf8');
-  }
+/** Writes an upstream response to a diagnostic TRACE with this router's context appended. */
+export function sendWithContext(ctx: RequestScope, served: HttpServed, success: boolean): Promise<void> {
+  const router = ctx.server.router;
   const client = served.client;
-  const context = await routerContext(ctx, client.id, client.addresses, served.attempt.endpoint.key);
-  const payload = Buffer.from(appendRouterContext(body, context), 'utf8');
-  stripHopByHopHeaders(headers, { keepUpgrade: false });
-  delete headers['content-length'];
-  appendVia(headers, ctx.server.router.via.entry(ctx.req.httpVersion));
-  headers['content-length'] = String(payload.length);
-  if (res.destroyed) return;
-  ctx.status = ex.status;
-  ctx.responseLength = payload.length;
-  res.writeHead(ex.status, headers);
-  ctx.succeedOnFinish(success);
-  res.end(payload);
+  return forwardTraceWithContext(ctx, served.attempt.exchange, () => routerContext(ctx, client.id, client.addresses, served.attempt.endpoint.key), {
+    via: router.via.entry(ctx.req.httpVersion),
+    maxResponseBytes: router.cfg.maxResponseKB * 1024,
+    success,
+  });
 }
 
 /** The `--- Router: <label> ---` block for this request. */
@@ -119,31 +76,4 @@ async function routerContext(ctx: RequestScope, clientId: string, addresses: rea
 function currentAddresses(name: BoundName): string[] {
   const addr = name.addr.sample();
   return addr.kind === 'bound' ? addr.addresses.map(addressKey) : [];
-}
-
-/**
- * The whole response body, at most `limit` bytes (`maxResponseKB`): a body with a length was
- * checked against it already, but one read until the connection closes has none.
- */
-function collect(ex: UpstreamExchange, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const sink: BodySink = {
-      write: (chunk) => {
-        size += chunk.length;
-        if (size > limit) {
-          // The caller aborts the exchange and answers the error.
-          reject(new ResponseTooLargeError(limit, undefined));
-          return true;
-        }
-        chunks.push(chunk);
-        return true;
-      },
-      end: () => resolve(Buffer.concat(chunks)),
-      destroy: (err) => reject(err ?? new Error('response body failed')),
-      once: () => sink,
-    };
-    ex.forward(sink);
-  });
 }

@@ -1,6 +1,6 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { Socket } from 'node:net';
-import type { H1Server, InboundRequest, InboundResponse, RefusedRequestError, ServerCallbacks, ServerConnectionOptions } from '../../protocol/http/h1/server.js';
+import { serverConnectionOptions, type H1Server, type InboundRequest, type InboundResponse, type RefusedRequestError, type ServerCallbacks, type ServerConnectionOptions } from '../../protocol/http/h1/server.js';
 import type { ProtocolServer } from '../core/router-base.js';
 import type { ServerAddress } from '../core/types.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
@@ -13,12 +13,9 @@ import { renderProxyError, writeErrorResponse, writeUpstreamHead } from './egres
 import { writeRawError } from '../../protocol/http/h1/tunnel.js';
 import type { HttpPathService, HttpRouterHost, HttpServerView, RequestScope } from './types.js';
 import type { Lease } from '../core/cache.js';
-import { ForwardedHeader, type ForwardedConnection } from '../../protocol/http/headers/forwarded.js';
+import { ForwardedHeader } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import { InvalidDtabHeaderError } from '../../protocol/http/headers/proxy-errors.js';
-
-/** How long an idle keep-alive connection may stay (Node's default). */
-const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 /**
  * The inbound side of one server of an http router: limits, context headers, identification,
@@ -29,60 +26,25 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
   readonly router: HttpRouterHost;
   readonly cfg: HttpServerConfig;
   readonly serverOptions: ServerConnectionOptions;
-  /** Open client connections (closed by force once a drain runs out of time). */
-  readonly sockets = new Set<Socket>();
   readonly stats: ServerStats;
   #server: H1Server | undefined;
   /** `status/<code>` of the answers, once bound. */
   #statuses: StatusCodeCounters | undefined;
-  localIp = '';
-  localPort = 0;
   /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
   readonly forwarded: ((ctx: RequestScope) => void) | undefined;
-  readonly #forwardedHeader: ForwardedHeader | undefined;
-  readonly #forwardedBySocket = new WeakMap<object, ForwardedConnection>();
 
   constructor(router: HttpRouterHost, cfg: HttpServerConfig) {
     this.router = router;
     this.cfg = cfg;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
-    const rc = router.cfg;
-    this.serverOptions = {
-      maxInitialLineBytes: rc.maxInitialLineKB * 1024,
-      maxHeaderBytes: rc.maxHeadersKB * 1024,
-      maxChunkBytes: rc.maxChunkKB * 1024,
-      headersTimeoutMs: cfg.requestHeadTimeoutMs,
-      bodyIdleTimeoutMs: cfg.requestBodyIdleTimeoutMs,
-      keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
-    };
+    this.serverOptions = serverConnectionOptions({ ...router.cfg, ...cfg });
     const fwd = cfg.addForwardedHeader;
-    this.#forwardedHeader = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
-    this.forwarded = fwd === undefined ? undefined : (ctx) => this.#addForwarded(ctx);
-  }
-
-  #addForwarded(ctx: RequestScope): void {
-    const socket = ctx.req.socket;
-    let conn = this.#forwardedBySocket.get(socket);
-    if (conn === undefined) {
-      conn = (this.#forwardedHeader as ForwardedHeader).forConnection(
-        { address: socket.localAddress, port: socket.localPort },
-        { address: socket.remoteAddress, port: socket.remotePort },
-      );
-      this.#forwardedBySocket.set(socket, conn);
-    }
-    conn.add(ctx.req.headers, ctx.req.url ?? '/');
+    const header = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
+    this.forwarded = header === undefined ? undefined : (ctx) => header.addTo(ctx.req.socket, ctx.req.headers, ctx.req.url);
   }
 
   connection(socket: Socket): void {
-    const sockets = this.sockets;
-    sockets.add(socket);
-    const stats = this.stats;
-    stats.connectionOpened();
-    socket.on('error', stats.onSocketError);
-    socket.once('close', () => {
-      sockets.delete(socket);
-      stats.connectionClosed();
-    });
+    this.stats.track(socket);
   }
 
   /** The h1 server this handler answers for (made with this handler's callbacks). */
@@ -92,8 +54,6 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
 
   async listen(ip: string, port: number): Promise<ServerAddress> {
     const a = await (this.#server as H1Server).listen(ip, port);
-    this.localIp = a.address;
-    this.localPort = a.port;
     // The stats scope names the real address (port 0 became the real port).
     this.#statuses = new StatusCodeCounters(this.stats.bound(a.address, a.port));
     return { ip: a.address, port: a.port };
@@ -113,7 +73,7 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
   closeAll(): void {
     this.#server?.closeAllConnections();
     // Upgraded (tunnelled) connections are no longer the server's.
-    for (const s of this.sockets) s.destroy();
+    for (const s of this.stats.sockets) s.destroy();
   }
 
   request(req: InboundRequest, res: InboundResponse): void {

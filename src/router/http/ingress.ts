@@ -1,9 +1,7 @@
 import type { InboundRequest, InboundResponse, ResponseOwner } from '../../protocol/http/h1/server.js';
-import type { AccessLogEntry } from '../../protocol/http/access-log.js';
-import { readDeadlineHeaders, writeDeadlineHeader, readDtabHeaders, writeDtabHeader, clearContext } from '../../protocol/http/headers/context.js';
-import { stripHopByHopHeaders } from '../../protocol/http/headers/hop-by-hop.js';
-import { PayloadTooLargeError, UnknownDestinationError, MaxConcurrentRequestsError, RoutingLoopError } from '../../protocol/http/headers/proxy-errors.js';
-import { appendViaToRequest, checkCallDepth } from '../../protocol/http/headers/via.js';
+import { accessLogEntryOf, type AccessLogEntry } from '../../protocol/http/access-log.js';
+import { prepareRequestBody, readInboundRequest, stampOutboundRequest } from '../../protocol/http/inbound-request.js';
+import { UnknownDestinationError, MaxConcurrentRequestsError, RoutingLoopError } from '../../protocol/http/headers/proxy-errors.js';
 import type { Dtab, Path } from '../../naming/index.js';
 import type { TraceId } from '../../service/tracing.js';
 import { RequestCancelledError } from '../../service/failures.js';
@@ -13,8 +11,6 @@ import type { HttpPathService, HttpServed, HttpServerView, RequestScope } from '
 import { writeErrorResponse } from './egress.js';
 import { clientCertHeader } from '../../protocol/http/h1/tls-peer.js';
 
-/** Bodies up to this size are buffered so the request can be retried; larger ones stream. */
-export const RETRY_BUFFER_BYTES = 8 * 1024;
 
 
 /** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
@@ -122,48 +118,24 @@ export class RequestContext implements ResponseOwner, RequestScope {
     const req = this.req;
     const headers = req.headers;
     try {
-      // The client's hop-by-hop list applies to the client's headers only: stripped before prx
-      // adds its own, so `Connection: prx-dst-service` (or `via`, `forwarded`…) cannot remove them.
-      const upgrading = req.upgrade;
-      stripHopByHopHeaders(headers, { keepUpgrade: upgrading });
-      // Absolute-form targets (clients using prx as an HTTP proxy) become origin-form plus Host,
-      // as Linkerd's ProxyRewriteFilter does, before anything reads the URI. The server let only
-      // origin-form, `*` (OPTIONS) and absolute-form it could parse through (CONNECT is a 405).
-      if (this.out.path.charCodeAt(0) !== 0x2f && this.out.path !== '*') {
-        const u = new URL(this.out.path);
-        this.out.path = `${u.pathname}${u.search}`;
-        headers.host = u.host;
-      }
-      const url = this.out.path;
-      if (this.server.cfg.clearContext) clearContext(headers);
-      checkCallDepth(headers);
-      const localDtab = readDtabHeaders(headers);
-      writeDeadlineHeader(headers, readDeadlineHeaders(headers));
-
-      const identified = router.identifier.identify({ method: this.out.method, url, httpVersion: req.httpVersion, headers });
+      const out = this.out;
+      const localDtab = readInboundRequest(req, out, this.server.cfg.clearContext);
+      const url = out.path;
+      const identified = router.identifier.identify({ method: out.method, url, httpVersion: req.httpVersion, headers });
       if (identified.kind === 'unidentified') {
-        throw new UnknownDestinationError({ method: this.out.method, uri: url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort }, identified.reason);
+        throw new UnknownDestinationError({ method: out.method, uri: url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort }, identified.reason);
       }
       // This router's own Via entry on the way in: the request looped back here (first revisit).
       if (router.via.seenInHeaders(headers)) throw new RoutingLoopError(identified.dst.show, router.label, router.via.token);
-      if (identified.url !== undefined) this.out.path = identified.url;
+      if (identified.url !== undefined) out.path = identified.url;
       this.dst = identified.dst;
       this.localDtab = localDtab;
-      headers['prx-dst-service'] = identified.dst.show;
-      writeDtabHeader(headers, localDtab);
+      stampOutboundRequest(req, out, identified.dst.show, localDtab, router.via.entry(req.httpVersion), this.server.cfg.timestampHeader);
       router.trace(this, headers);
-      if (upgrading) {
-        this.out.upgrade = (headers['upgrade']) ?? 'websocket';
-        delete headers['upgrade'];
-        delete headers['connection'];
-      }
-      appendViaToRequest(headers, router.via.entry(req.httpVersion));
-      const stamp = this.server.cfg.timestampHeader;
-      if (stamp !== undefined) headers[stamp.toLowerCase()] = String(Date.now());
       this.server.forwarded?.(this);
-      this.out.clientCert = clientCertHeader(req);
-      if (headers['expect'] !== undefined) delete headers['expect'];
-      const reading = this.#prepareBody();
+      out.clientCert = clientCertHeader(req);
+      const rc = this.server.router.cfg;
+      const reading = prepareRequestBody(req, this.out, { maxRequestBytes: rc.maxRequestKB * 1024, streaming: rc.streamingEnabled });
       return reading === undefined ? ROUTED : reading.then(routed, (err: unknown) => this.#answerError(err));
     } catch (err) {
       return this.#answerError(err);
@@ -175,53 +147,9 @@ export class RequestContext implements ResponseOwner, RequestScope {
     return ANSWERED;
   }
 
-  /** Sets the outbound body; a promise only when the body has to be read (and buffered) first. */
-  #prepareBody(): Promise<void> | undefined {
-    const req = this.req;
-    const rc = this.server.router.cfg;
-    const n = req.contentLength;
-    if (n >= 0) {
-      const limit = rc.maxRequestKB * 1024;
-      if (n > limit) throw new PayloadTooLargeError(n, limit);
-      if (n === 0) return undefined;
-      if (n <= RETRY_BUFFER_BYTES || !rc.streamingEnabled) {
-        return req.readBody(n).then((body) => {
-          this.out.body = body;
-        });
-      }
-      this.out.body = req.bodyStream();
-      return undefined;
-    }
-    if (req.chunked) {
-      // Chunked: forwarded as a stream (never retried). Without streaming, it is aggregated up to the limit.
-      if (!rc.streamingEnabled) {
-        return req.readBody(rc.maxRequestKB * 1024).then((body) => {
-          this.out.body = body;
-          req.headers['content-length'] = String(body.length);
-        });
-      }
-      this.out.body = req.bodyStream();
-    }
-    return undefined;
-  }
-
   /** The access-log line of this request. */
   accessLogEntry(status: number): AccessLogEntry {
-    const req = this.req;
-    const h = req.headers;
-    const cl = this.responseLength;
-    return {
-      ...(typeof h.host === 'string' ? { host: h.host } : {}),
-      remoteHost: req.socket.remoteAddress ?? '-',
-      time: Date.now(),
-      method: req.method,
-      uri: req.url,
-      protocol: `HTTP/${req.httpVersion}`,
-      status,
-      bytes: cl === undefined ? '-' : Number(cl),
-      ...(typeof h.referer === 'string' ? { referer: h.referer } : {}),
-      ...(typeof h['user-agent'] === 'string' ? { userAgent: h['user-agent'] } : {}),
-    };
+    return accessLogEntryOf(this.req, status, this.responseLength);
   }
 }
 

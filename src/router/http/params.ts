@@ -1,35 +1,19 @@
 import type { ClientPolicyConfig, ServicePolicyConfig } from '../../config/index.js';
-import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
-import { classifierFromConfig } from '../../protocol/http/classifiers.js';
-import type { EndpointOptions } from '../../protocol/http/client-transport.js';
-import type { ResponseBodyLimits } from '../../protocol/http/upstream.js';
+import { classifierFromConfig, type ResponseClassifier } from '../../protocol/http/classifiers.js';
+import { endpointOptions, type ClientLimits, type EndpointOptions } from '../../protocol/http/client-transport.js';
 import type { ServiceParams } from '../core/path-service.js';
 import { RouterPolicies } from '../core/params.js';
 import type { ResolvedClient as CoreResolvedClient, RouterParams } from '../core/routing.js';
-
-const INT32_MAX = 2147483647;
-/** Keep-alive when the config says "forever": undici still honours the server's own timeout hint. */
-const FOREVER_KEEPALIVE_MS = 600_000;
-const CONNECT_TIMEOUT_MS = 10_000;
-/** `responseIdleTimeoutMs` when not configured: Envoy's stream idle time; long polls fit under it. */
-export const RESPONSE_IDLE_TIMEOUT_MS = 300_000;
 
 /** Client parameters a router reads per client id besides what the connection pool needs. */
 export interface ResolvedClient extends CoreResolvedClient<EndpointOptions> {
   readonly forwardClientCert: boolean;
 }
 
-/** Limits of the http router that shape every client. */
-export interface ClientLimits {
-  readonly maxHeaderBytes: number;
-  /** `maxResponseKB`, `streamingEnabled` and `maxChunkKB` as every exchange applies them. */
-  readonly responseBody: ResponseBodyLimits;
-}
-
 /**
- * Resolves the router's `client` and `service` policies per name (static configs matched by
- * prefix, later ones winning) into ready-to-use parameters. Results are cached per name: the
- * caches above bound how many names there are.
+ * The http router's `client` and `service` policies, resolved per name: the core's parameters plus
+ * HTTP's connection pool settings and the `io.prx.http` classifier family. Results are cached per
+ * name by the routing core, whose caches bound how many names there are.
  */
 export class HttpParams implements RouterParams<EndpointOptions, ResponseClassifier, ResolvedClient> {
   readonly #policies: RouterPolicies;
@@ -42,37 +26,16 @@ export class HttpParams implements RouterParams<EndpointOptions, ResponseClassif
 
   client(id: string): ResolvedClient {
     const policy = this.#policies.client(id);
-    const p = policy.params;
-    const pool = p.hostConnectionPool;
-    const session = p.clientSession;
-    // Two different limits (Finagle's pool idle time spares minSize connections; its session idle
-    // time, below the pool, closes any connection): the h1 pool gets each; undici, with no minSize,
-    // only ever applies the shorter one.
-    const sessionIdle = session.idleTimeMs ?? null;
-    const anyIdle = sessionIdle === null ? pool.idleTimeMs : Math.min(sessionIdle, pool.idleTimeMs ?? Infinity);
     return {
       client: {
-        transport: {
-          maxConnections: pool.maxSize >= INT32_MAX ? null : pool.maxSize,
-          maxWaiters: pool.maxWaiters,
-          minConnections: pool.minSize,
-          keepAliveTimeoutMs: pool.idleTimeMs ?? FOREVER_KEEPALIVE_MS,
-          keepAliveMaxTimeoutMs: anyIdle ?? FOREVER_KEEPALIVE_MS,
-          sessionIdleTimeMs: sessionIdle,
-          lifeTimeMs: session.lifeTimeMs ?? null,
-          maxHeaderBytes: this.#limits.maxHeaderBytes,
-          responseBody: this.#limits.responseBody,
-          connectTimeoutMs: CONNECT_TIMEOUT_MS,
-          responseIdleTimeoutMs: p.responseIdleTimeoutMs ?? RESPONSE_IDLE_TIMEOUT_MS,
-          tls: policy.tls,
-        },
+        transport: endpointOptions(policy.params, policy.tls, this.#limits),
         accrual: policy.accrual,
         balancer: policy.balancer,
         failFast: policy.failFast,
         requeueBudget: policy.requeueBudget,
       },
       attemptTimeoutMs: policy.attemptTimeoutMs,
-      forwardClientCert: p.forwardClientCert,
+      forwardClientCert: policy.params.forwardClientCert,
     };
   }
 

@@ -10,10 +10,11 @@ import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/i
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { RouterBase } from '../core/router-base.js';
 import type { RoutingAdapter } from '../core/routing.js';
+import type { ClientProtocol } from '../core/transport.js';
+import { HttpClientProtocol } from '../../protocol/http/client-protocol.js';
 import type { IdentifiableRequest, RouterContext } from '../core/types.js';
 import { HttpServerHandler } from './handler.js';
 import { HttpParams, type ResolvedClient } from './params.js';
-import { HTTP_CLIENT_PROTOCOL } from './protocol.js';
 import type { HttpRouterConfig } from './schema.js';
 import type { HttpRouterHost, RequestScope } from './types.js';
 
@@ -76,6 +77,9 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
     await this.accessLog?.close();
   }
 }
+
+/** The HTTP/1.1 client protocol, as the core sees it (stateless: one for every router). */
+const HTTP_CLIENT_PROTOCOL: ClientProtocol<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier> = new HttpClientProtocol();
 
 /** HTTP/1.1's part of the routing core: its protocol object, its policies, and the `prx-dst-*` headers of each attempt. */
 function httpRoutingAdapter(params: HttpParams): RoutingAdapter<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier, ResolvedClient> {

@@ -92,3 +92,24 @@ export class H1Server implements ConnectionOwner {
     this.callbacks.connection(socket);
   }
 }
+
+/** How long an idle keep-alive connection may stay (Node's default). */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+/** A server's connection options from the router's limits (KB) and the server's timeouts. */
+export function serverConnectionOptions(limits: {
+  readonly maxInitialLineKB: number;
+  readonly maxHeadersKB: number;
+  readonly maxChunkKB: number;
+  readonly requestHeadTimeoutMs: number;
+  readonly requestBodyIdleTimeoutMs: number;
+}): ServerConnectionOptions {
+  return {
+    maxInitialLineBytes: limits.maxInitialLineKB * 1024,
+    maxHeaderBytes: limits.maxHeadersKB * 1024,
+    maxChunkBytes: limits.maxChunkKB * 1024,
+    headersTimeoutMs: limits.requestHeadTimeoutMs,
+    bodyIdleTimeoutMs: limits.requestBodyIdleTimeoutMs,
+    keepAliveTimeoutMs: KEEP_ALIVE_TIMEOUT_MS,
+  };
+}

@@ -112,11 +112,20 @@ export interface ForwardedHeaderOptions {
   readonly random?: () => number;
 }
 
+/** The two ends of an accepted connection, as a socket reports them. */
+export interface SocketEndpoints {
+  readonly localAddress?: string | undefined;
+  readonly localPort?: number | undefined;
+  readonly remoteAddress?: string | undefined;
+  readonly remotePort?: number | undefined;
+}
+
 /** The `addForwardedHeader` of one server: hands out per-connection labelers. */
 export class ForwardedHeader {
   readonly #config: ForwardedHeaderConfig;
   readonly #routerLabel: string;
   readonly #random: () => number;
+  readonly #bySocket = new WeakMap<object, ForwardedConnection>();
 
   constructor(config: ForwardedHeaderConfig, opts: ForwardedHeaderOptions) {
     this.#config = config;
@@ -128,6 +137,16 @@ export class ForwardedHeader {
    * The labels of one accepted connection: `local` is the server's address (`by`), `remote` the
    * client's (`for`). Keep the result with the connection and call `add` for each request.
    */
+  /** Adds this hop's `Forwarded` header to a request received on `socket` (labels made once per connection). */
+  addTo(socket: SocketEndpoints, headers: HeaderMap, uri: string): void {
+    let conn = this.#bySocket.get(socket);
+    if (conn === undefined) {
+      conn = this.forConnection({ address: socket.localAddress, port: socket.localPort }, { address: socket.remoteAddress, port: socket.remotePort });
+      this.#bySocket.set(socket, conn);
+    }
+    conn.add(headers, uri);
+  }
+
   forConnection(local: SocketEndpoint, remote: SocketEndpoint): ForwardedConnection {
     return new ForwardedConnection(
       connectionLabel(this.#config.by, local, this.#routerLabel, this.#random),

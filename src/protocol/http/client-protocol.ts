@@ -1,11 +1,10 @@
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
-import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
+import type { ResponseClassifier } from './classifiers.js';
 import { errorCode, isSocketConnectFailure, isTlsFailure, isWriteFailure } from '../../service/connect-failures.js';
 import { StatusCodeCounters, type StatsReceiver } from '../../service/stats/index.js';
-import type { UpstreamExchange } from '../../protocol/http/upstream.js';
-import type { ClientProtocol, ResponseStats } from '../core/transport.js';
-import { HttpTransport, isReplayable, type EndpointOptions, type OutboundRequest } from '../../protocol/http/client-transport.js';
+import type { UpstreamExchange } from './upstream.js';
+import { HttpTransport, isReplayable, type EndpointOptions, type OutboundRequest } from './client-transport.js';
 
 // undici's and the lean h1 client's codes of a connection that failed before the request left.
 const CLIENT_CONNECT_FAILURES: ReadonlySet<string> = new Set([
@@ -23,8 +22,11 @@ export function isConnectFailure(err: unknown): boolean {
   return isSocketConnectFailure(err) || CLIENT_CONNECT_FAILURES.has(errorCode(err)) || isTlsFailure(err);
 }
 
-/** HTTP/1.1 for the router core: its transport, replay and requeue rules, classifiers and status stats. */
-export class HttpClientProtocol implements ClientProtocol<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier> {
+/**
+ * HTTP/1.1 as the router core's client protocol (router/core's `ClientProtocol`): its transport,
+ * replay and requeue rules, classifiers and status stats.
+ */
+export class HttpClientProtocol {
   transport(address: Address, opts: EndpointOptions): HttpTransport {
     return new HttpTransport(address, opts);
   }
@@ -62,13 +64,13 @@ export class HttpClientProtocol implements ClientProtocol<OutboundRequest, Upstr
     return undefined;
   }
 
-  responseStats(stats: StatsReceiver): ResponseStats<UpstreamExchange> {
+  responseStats(stats: StatsReceiver): StatusStats {
     return new StatusStats(stats);
   }
 }
 
 /** `status/<code>` and `status/<class>XX` of a client's responses. */
-class StatusStats implements ResponseStats<UpstreamExchange> {
+class StatusStats {
   readonly #counters: StatusCodeCounters;
   constructor(stats: StatsReceiver) {
     this.#counters = new StatusCodeCounters(stats);
@@ -79,5 +81,3 @@ class StatusStats implements ResponseStats<UpstreamExchange> {
   }
 }
 
-/** The one instance: the protocol object is stateless. */
-export const HTTP_CLIENT_PROTOCOL = new HttpClientProtocol();
