@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { MountedNamer } from '../../src/naming/index.js';
-import { freePort, mount, pendingNamer, tempFsNamer } from './harness.js';
+import { freePort, mount, pendingNamer, tempFsNamer } from './support.js';
 
 /** What a backend does with its `n`-th request: succeed, fail, fail retryably, hold it until released, cut the connection. */
 export type BackendAct = 'ok' | 'err' | 'retryable' | 'hang' | 'close';

@@ -10,7 +10,7 @@ import '../../../src/service/policy/accrual-kinds.js';
 import type { RouterContext } from '../../../src/router/core/types.js';
 import { MetricsRegistry } from '../../../src/service/stats/index.js';
 import { nullTracer } from '../../../src/service/tracing.js';
-import { freePort } from '../harness.js';
+import { freePort } from '../support.js';
 import { echoProtocol, type EchoRouter } from './echo-protocol.js';
 
 /** What a backend does with one request line: answer `OK <name> <payload>`, `ERR boom`, `ERR retryable`; hold it; cut the connection. */

@@ -3,9 +3,9 @@
 // stats from the router core alone.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import { request } from 'undici';
-import type { MetricsNode, MetricsRegistry } from '../../../src/service/stats/index.js';
-import { freePort, mount, pendingNamer, startBackend, startRouter, tempFsNamer, type TempFsNamer } from '../harness.js';
+import { readFileSync } from 'node:fs';
+import { lookupKind } from '../../../src/config/index.js';
+import { freePort, mount, pendingNamer, tempFsNamer, type TempFsNamer } from '../support.js';
 import { EchoConn, startEchoBackend, startEchoRouter, type EchoBackend, type EchoRouterUnderTest } from './echo-harness.js';
 
 const inet = (b: EchoBackend | number): string => `/$/inet/127.0.0.1/${typeof b === 'number' ? b : b.port}`;
@@ -32,6 +32,16 @@ describe('echo router', () => {
     cleanups.push(() => fs.close());
     return fs;
   }
+
+  test('the protocol is built on the router core alone: it imports no protocol and no other router', () => {
+    const source = readFileSync(new URL('./echo-protocol.ts', import.meta.url), 'utf8');
+    const imports = [...source.matchAll(/^import\s[^;]*?'([^']+)';/gm)].map((m) => m[1] ?? '');
+    assert.ok(imports.length > 5);
+    for (const from of imports) assert.match(from, /^(node:|zod$|\.\.\/\.\.\/\.\.\/src\/(router\/core|service|naming|config)\/)/, from);
+    // Nothing in this process registered the http router: echo routes without it.
+    assert.equal(lookupKind('protocol', 'http'), undefined);
+    assert.notEqual(lookupKind('protocol', 'echo'), undefined);
+  });
 
   test('routes by dtab to /$/inet, many requests in order on one connection', async () => {
     const a = await backend('a');
@@ -151,60 +161,5 @@ describe('echo router', () => {
     assert.match(await rt.send('web 1'), /^ERR PRX_ERR_BINDING_TIMEOUT Exceeded 150\.milliseconds binding timeout while resolving name: \/svc\/web$/);
     assert.ok(performance.now() - started >= 140);
     assert.equal(rt.metric('rt/echo/service/svc/web/failures/BindingTimeoutError'), 1);
-  });
-});
-
-describe('echo router stats', () => {
-  /** Flat names under `rt/<label>/`, with the label, ports and the HTTP-only status codes left out. */
-  function names(registry: MetricsRegistry, label: string, ports: Record<number, string>): Set<string> {
-    const out = new Set<string>();
-    const walk = (node: MetricsNode, at: string): void => {
-      if (node.metric !== undefined) out.add(at.replace(/\d{4,5}/g, (p) => ports[Number(p)] ?? p));
-      for (const [seg, child] of node.children) walk(child, at === '' ? seg : `${at}/${seg}`);
-    };
-    const root = registry.find(`rt/${label}`);
-    if (root !== undefined) walk(root, '');
-    return new Set([...out].filter((n) => !/(^|\/)status\//.test(n)));
-  }
-
-  test('one request makes the same Linkerd metric names in an echo router as in an http router', async () => {
-    const eb = await startEchoBackend('a');
-    const hb = await startBackend('a');
-    const echoRt = await startEchoRouter({ label: 'r', dtab: `/svc/web => ${inet(eb)}` });
-    const httpRt = await startRouter({ label: 'r', dtab: `/svc/web => ${inet(hb.port)}` });
-    try {
-      assert.equal(await echoRt.send('web 1'), 'OK a 1');
-      const r = await request(`${httpRt.url}/`, { headers: { host: 'web' } });
-      await r.body.text();
-      assert.equal(r.statusCode, 200);
-      const echoNames = names(echoRt.registry, 'r', { [echoRt.port]: 'SERVER', [eb.port]: 'BACKEND' });
-      const httpNames = names(httpRt.registry, 'r', { [httpRt.port]: 'SERVER', [hb.port]: 'BACKEND' });
-      for (const n of [
-        'server/127.0.0.1/SERVER/requests',
-        'server/127.0.0.1/SERVER/success',
-        'server/127.0.0.1/SERVER/connections',
-        'server/127.0.0.1/SERVER/request_latency_ms',
-        'service/svc/web/requests',
-        'service/svc/web/success',
-        'service/svc/web/retries/total',
-        'client/$/inet/127.0.0.1/BACKEND/requests',
-        'client/$/inet/127.0.0.1/BACKEND/connections',
-        'client/$/inet/127.0.0.1/BACKEND/service/svc/web/requests',
-        'client/$/inet/127.0.0.1/BACKEND/failure_accrual/removals',
-        'client/$/inet/127.0.0.1/BACKEND/loadbalancer/size',
-        'bindcache/path/misses',
-      ]) {
-        assert.ok(echoNames.has(n), `echo has ${n}`);
-        assert.ok(httpNames.has(n), `http has ${n}`);
-      }
-      assert.ok(echoNames.size > 50, `${echoNames.size} names`);
-      assert.deepEqual([...echoNames].filter((n) => !httpNames.has(n)), [], 'no name only echo makes');
-      assert.deepEqual([...httpNames].filter((n) => !echoNames.has(n)), [], 'no core name only http makes');
-    } finally {
-      await echoRt.close();
-      await httpRt.close();
-      await eb.close();
-      await hb.close();
-    }
   });
 });
