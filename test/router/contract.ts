@@ -25,6 +25,8 @@ export interface ContractBackend {
   readonly port: number;
   /** Requests received so far. */
   readonly received: number;
+  /** Connections from the router that have closed. */
+  readonly disconnects: number;
   /** Answers every held request with success. */
   release(): void;
   close(): Promise<void>;
@@ -37,6 +39,8 @@ export interface ContractRouter {
   metric(name: string): number | undefined;
   /** Sends one request for the logical name `/svc/<name>` on a fresh connection. */
   send(name: string): Promise<Outcome>;
+  /** Sends one like {@link send}; `abandon` closes its connection before the answer. */
+  start(name: string): { readonly outcome: Promise<Outcome>; abandon(): void };
   /** The router's graceful close (stop accepting, drain until `deadline`, close). */
   close(deadline: number): Promise<void>;
 }
@@ -168,6 +172,23 @@ export function protocolContract(fx: ProtocolFixture): void {
       assert.equal(rt.metric(`${client}/failures`), 1);
       assert.equal(rt.metric(`${client}/failure_accrual/removals`), 1);
       assert.equal(rt.metric(`${client}/loadbalancer/available`), 0);
+    });
+
+    test('a caller going away cancels its request upstream, not counted against the endpoint', async () => {
+      const b = await backend(() => 'hang');
+      const rt = await router({ dtab: `/svc/web => ${inet(b.port)}`, client: { failureAccrual: accrual(1) } });
+      const load = `rt/c/server/127.0.0.1/${rt.port}/load`;
+      const call = rt.start('web');
+      await until(() => b.received === 1 && rt.metric(load) === 1, 'the request in flight');
+      call.abandon();
+      await until(() => b.disconnects === 1, 'the upstream connection closed');
+      await until(() => rt.metric(load) === 0, 'the drain');
+      const client = `rt/c/client/$/inet/127.0.0.1/${b.port}`;
+      assert.equal(rt.metric(`${client}/failures/RequestCancelledError`), 1);
+      assert.equal(rt.metric(`${client}/failure_accrual/removals`), 0);
+      assert.equal(rt.metric(`${client}/loadbalancer/available`), 1);
+      assert.equal(svc(rt, 'failures/RequestCancelledError'), 1);
+      b.release();
     });
 
     test('close(deadline) waits for the request in flight; the server drains to 0', async () => {

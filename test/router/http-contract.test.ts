@@ -1,5 +1,6 @@
 // The router contract (test/router/contract.ts) against the real http router and HTTP backends.
 import * as http from 'node:http';
+import type { Socket } from 'node:net';
 import { protocolContract, type Outcome } from './contract.js';
 import { startBackend, startRouter } from './harness.js';
 
@@ -14,9 +15,10 @@ function failureCode(message: string): string {
 }
 
 /** One GET for `Host: <name>` on its own connection; a 2xx succeeds. */
-function send(port: number, name: string): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host: name }, agent: false }, (res) => {
+function start(port: number, name: string): { outcome: Promise<Outcome>; abandon(): void } {
+  let req: http.ClientRequest | undefined;
+  const outcome = new Promise<Outcome>((resolve) => {
+    req = http.request({ host: '127.0.0.1', port, path: '/', headers: { host: name }, agent: false }, (res) => {
       res.resume();
       res.on('error', () => resolve({ ok: false, code: 'closed' }));
       res.on('end', () => {
@@ -29,6 +31,7 @@ function send(port: number, name: string): Promise<Outcome> {
     req.on('error', () => resolve({ ok: false, code: 'closed' }));
     req.end();
   });
+  return { outcome, abandon: () => req?.destroy() };
 }
 
 protocolContract({
@@ -36,6 +39,7 @@ protocolContract({
   async startBackend(script) {
     const held: (() => void)[] = [];
     let n = 0;
+    let disconnects = 0;
     const b = await startBackend('b', (req, res) => {
       req.resume();
       const act = script(n++);
@@ -45,10 +49,14 @@ protocolContract({
       else if (act === 'hang') held.push(() => res.end('ok'));
       else req.socket.destroy();
     });
+    b.server.on('connection', (s: Socket) => s.once('close', () => disconnects++));
     return {
       port: b.port,
       get received() {
         return n;
+      },
+      get disconnects() {
+        return disconnects;
       },
       release: () => {
         for (const h of held.splice(0)) h();
@@ -61,7 +69,8 @@ protocolContract({
     return {
       port: rt.port,
       metric: (name) => rt.metric(name),
-      send: (name) => send(rt.port, name),
+      send: (name) => start(rt.port, name).outcome,
+      start: (name) => start(rt.port, name),
       close: async (deadline) => {
         await rt.router.close(deadline);
         rt.registry.close();

@@ -21,8 +21,9 @@ export interface EchoBackend {
   readonly port: number;
   /** Request lines received, in order. */
   readonly lines: string[];
-  /** Connections accepted so far. */
+  /** Connections accepted so far, and those closed. */
   accepted: number;
+  disconnects: number;
   /** Answers every held (`hang`) request `OK`. */
   release(): void;
   close(): Promise<void>;
@@ -37,6 +38,7 @@ export async function startEchoBackend(name: string, script: (n: number, payload
     port: 0,
     lines: [],
     accepted: 0,
+    disconnects: 0,
     release: () => {
       for (const h of held.splice(0)) h();
     },
@@ -49,7 +51,10 @@ export async function startEchoBackend(name: string, script: (n: number, payload
   const server = createServer((socket) => {
     b.accepted++;
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    socket.once('close', () => {
+      sockets.delete(socket);
+      b.disconnects++;
+    });
     socket.on('error', () => {});
     socket.setEncoding('utf8');
     let buf = '';
