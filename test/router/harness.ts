@@ -1,19 +1,21 @@
 // Starts real http routers in-process for tests: config validated by the real schema, real sockets.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { lookupKind, validateProxyConfig } from '../../src/config/index.js';
-import { FsNamer } from '../../src/namer/fs.js';
-import { Activity, SystemNamer, readPath, type MountedNamer, type Namer } from '../../src/naming/index.js';
+import { SystemNamer, type MountedNamer } from '../../src/naming/index.js';
 import '../../src/router/http/index.js';
 import type { HttpRouter } from '../../src/router/http/router.js';
 import type { RouterContext } from '../../src/router/core/types.js';
 import { MetricsRegistry, type MetricsNode } from '../../src/service/stats/index.js';
 import { nullTracer } from '../../src/service/tracing.js';
+import { freePort } from './support.js';
+
+export { eventually, freePort, mount, pendingNamer, tempFsNamer, type TempFsNamer } from './support.js';
 
 export interface Backend {
   readonly server: Server;
@@ -91,15 +93,6 @@ export async function startRouter(routerCfg: Record<string, unknown>, opts: { na
       registry.close();
     },
   };
-}
-
-/** A port free right now (the config schema, like Linkerd's, does not accept port 0). */
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 /** A histogram's count of values in the current interval (the `metric` accessor reads counters and gauges). */
@@ -199,23 +192,6 @@ function decodeChunked(text: string): string | undefined {
   }
 }
 
-/** A namer whose every lookup stays pending forever (binding timeouts). */
-export const pendingNamer: Namer = { lookup: () => Activity.pending() };
-
-/** A namer mounted at `/#/<prefix>`. */
-export function mount(prefix: string, namer: Namer): MountedNamer {
-  return { prefix: readPath(`/#/${prefix}`), namer };
-}
-
-/** Resolves once `pred` holds, polling every few ms (for state that changes without an event); fails after `ms`. */
-export async function eventually(pred: () => boolean, ms = 3000, what = 'condition'): Promise<void> {
-  const until = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
 /** A test CA with a server certificate for 127.0.0.1/localhost and a client certificate, made with openssl. */
 export interface TestCerts {
   readonly dir: string;
@@ -240,34 +216,4 @@ export function makeCerts(): TestCerts {
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=prx client', '-keyout', 'client.key', '-out', 'client.csr');
   ssl('x509', '-req', '-in', 'client.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'client.ext', '-out', 'client.crt');
   return { dir, caCert: p('ca.crt'), serverCert: p('server.crt'), serverKey: p('server.key'), clientCert: p('client.crt'), clientKey: p('client.key') };
-}
-
-/** A real `io.prx.fs` namer over a temporary directory, mounted at `/#/io.prx.fs`. */
-export interface TempFsNamer {
-  readonly mounted: MountedNamer;
-  /** Replaces a name's file atomically (write aside, then rename). */
-  write(name: string, text: string): void;
-  close(): void;
-}
-
-export function tempFsNamer(files: Record<string, string>): TempFsNamer {
-  const root = mkdtempSync(join(tmpdir(), 'prx-fs-'));
-  const staging = mkdtempSync(join(tmpdir(), 'prx-fs-staging-'));
-  const write = (name: string, text: string): void => {
-    const tmp = join(staging, name);
-    writeFileSync(tmp, text);
-    renameSync(tmp, join(root, name));
-  };
-  for (const [name, text] of Object.entries(files)) write(name, text);
-  const prefix = readPath('/#/io.prx.fs');
-  const namer = new FsNamer(root, prefix);
-  return {
-    mounted: { prefix, namer },
-    write,
-    close: () => {
-      namer.close();
-      rmSync(root, { recursive: true, force: true });
-      rmSync(staging, { recursive: true, force: true });
-    },
-  };
 }
