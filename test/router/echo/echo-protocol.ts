@@ -286,9 +286,8 @@ class EchoServer implements ProtocolServer {
     const c: Inbound = { socket, lines: [], buf: '', busy: false, handle: undefined };
     const stats = this.#stats;
     this.#conns.add(c);
-    stats.connectionOpened();
+    stats.track(socket);
     socket.setEncoding('utf8');
-    socket.on('error', stats.onSocketError);
     socket.on('data', (chunk: string) => {
       const lines = (c.buf + chunk).split('\n');
       c.buf = lines.pop() ?? '';
@@ -298,7 +297,6 @@ class EchoServer implements ProtocolServer {
     });
     socket.once('close', () => {
       this.#conns.delete(c);
-      stats.connectionClosed();
       c.lines.length = 0;
       c.handle?.abort(new RequestCancelledError(), true);
     });
