@@ -35,10 +35,6 @@ export class HttpClientProtocol {
     return isReplayable(req);
   }
 
-  isConnectFailure(err: unknown): boolean {
-    return isConnectFailure(err);
-  }
-
   isTlsFailure(err: unknown): boolean {
     return isTlsFailure(err);
   }

@@ -1,5 +1,5 @@
 import { BindingFailedError, BindingTimeoutError } from '../../service/failures.js';
-import type { Activity, BoundName, Closable, NameTree, State } from '../../naming/index.js';
+import { NamingBudgetError, type Activity, type BoundName, type Closable, type Dtab, type NameTree, type State } from '../../naming/index.js';
 
 /**
  * A bound tree prepared for per-request picks (Finagle `NameTreeFactory`): Alt takes its first
@@ -108,4 +108,14 @@ export class PathBinding implements Closable {
     this.#waiters = [];
     for (const w of ws) w();
   }
+}
+
+/**
+ * The naming-budget error of a binding that failed because of the request's own dtab (a client
+ * can send a new one each time): the request's fault, like an unparsable dtab, answered as such and
+ * never kept in the path cache. Undefined for any other failure.
+ */
+export function requestDtabFailure(err: unknown, localDtab: Dtab | undefined): NamingBudgetError | undefined {
+  if (err instanceof BindingFailedError && err.cause instanceof NamingBudgetError && (localDtab?.size ?? 0) > 0) return err.cause;
+  return undefined;
 }

@@ -7,6 +7,7 @@ import { clientTls, type ClientTlsConfig, type ClientTlsSettings } from '../../s
 import { accrualFromConfig } from '../../service/policy/accrual-kinds.js';
 import { backoffFromConfig, type FailureAccrualPolicyFactory } from '../../service/policy/index.js';
 import { PolicyResolver } from '../../service/policy/params.js';
+import type { ClientParams } from './client.js';
 import type { ServiceParams } from './path-service.js';
 
 /** A client policy's parameters as configured (the `client` section, after defaults). */
@@ -39,6 +40,11 @@ export interface ClientPolicy {
   readonly failFast: boolean;
   readonly requeueBudget: ClientPolicyParams['requeueBudget'];
   readonly attemptTimeoutMs: number | undefined;
+}
+
+/** The core's client parameters from a resolved policy and the protocol's transport options. */
+export function clientParamsOf<TransportOpts>(policy: ClientPolicy, transport: TransportOpts): ClientParams<TransportOpts> {
+  return { transport, accrual: policy.accrual, balancer: policy.balancer, failFast: policy.failFast, requeueBudget: policy.requeueBudget };
 }
 
 /**

@@ -7,18 +7,21 @@ import type { BindingCache, Lease } from './cache.js';
 import type { Client } from './client.js';
 import type { PathService } from './path-service.js';
 import { buildInterpreter, RoutingCore, type ResolvedClient, type RoutingAdapter } from './routing.js';
+import type { ServerStats } from './server-stats.js';
 import type { Exchange } from './transport.js';
 import type { RouterContext, RunningRouter, RouterUsage, ServerAddress } from './types.js';
 
-/** One listening server of a router, in its protocol (an h1 server, an h2 session server…). */
+/**
+ * One listening server of a router, in its protocol (an h1 server, an h2 session server…). Its
+ * {@link ServerStats} count its requests (the drain waits for them) and track its connections.
+ */
 export interface ProtocolServer {
+  readonly stats: ServerStats;
   /** Opens the listener; port 0 becomes the real port. */
   listen(ip: string, port: number): Promise<ServerAddress>;
   /** Stops accepting; idle connections close now, busy ones after their request. */
   stopAccepting(): void;
-  /** Resolves when no request is in flight. */
-  drained(): Promise<void>;
-  /** Closes every remaining connection (the drain ran out of time). */
+  /** Closes every remaining connection the protocol owns (the drain ran out of time). */
   closeAll(): void;
 }
 
@@ -37,6 +40,8 @@ export abstract class RouterBase<Req, Ex extends Exchange, TransportOpts, Classi
   readonly stats: StatsReceiver;
   readonly log: Logger;
   readonly tracer: Tracer;
+  /** `bindingTimeoutMs`: how long a request waits for its name to bind. */
+  readonly bindingTimeoutMs: number;
   /** Binding, the path and client stacks and their caches: the protocol-free router. */
   readonly routing: RoutingCore<Req, Ex, TransportOpts, Classifier, RC>;
   readonly #cfg: RouterConfig;
@@ -51,6 +56,7 @@ export abstract class RouterBase<Req, Ex extends Exchange, TransportOpts, Classi
     this.baseDtab = readDtab(cfg.dtab);
     this.log = ctx.log.child({ router: cfg.label });
     this.tracer = ctx.tracer;
+    this.bindingTimeoutMs = cfg.bindingTimeoutMs;
     this.stats = routerStats(ctx.stats, cfg.label);
     if (cfg.originator) this.stats.gauge(['originator'], () => 1);
     this.interpreter = buildInterpreter(cfg.interpreter, ctx, this.log);
@@ -115,11 +121,15 @@ export abstract class RouterBase<Req, Ex extends Exchange, TransportOpts, Classi
   async #close(deadline: number): Promise<void> {
     const servers = this.#servers.map((s) => s.server);
     for (const s of servers) s.stopAccepting();
-    const drained = Promise.all(servers.map((s) => s.drained()));
+    const drained = Promise.all(servers.map((s) => s.stats.drained()));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([drained, new Promise((r) => (timer = setTimeout(r, Math.max(0, deadline - Date.now()))))]);
     clearTimeout(timer);
-    for (const s of servers) s.closeAll();
+    for (const s of servers) {
+      s.closeAll();
+      // Connections the protocol handed off (an upgrade's tunnel) are still tracked: cut them too.
+      for (const socket of s.stats.sockets) socket.destroy();
+    }
     await this.routing.close();
     await this.closed();
   }

@@ -53,8 +53,6 @@ export interface ClientProtocol<Req, Ex extends Exchange, TransportOpts, Classif
   transport(address: Address, opts: TransportOpts): Transport<Req, Ex>;
   /** Whether the request can be sent again (no body, a buffered one, a stream not yet read). */
   isReplayable(req: Req): boolean;
-  /** Whether `err` is a failure to connect (refused, unreachable, a TLS handshake): fail-fast hears of it. */
-  isConnectFailure(err: unknown): boolean;
   /** Whether `err` is a failed TLS handshake (logged, rate-limited, for the operator). */
   isTlsFailure(err: unknown): boolean;
   /** Whether an attempt that failed with `err` is safe to send to another endpoint (nothing reached the peer). */

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
-import { Dtab, NamingBudgetError } from '../../naming/index.js';
-import { BindingFailedError, BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
+import { Dtab } from '../../naming/index.js';
+import { BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
 import { renderError, ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import {
   ConflictingContentLengthError,
@@ -13,6 +13,7 @@ import {
 } from '../../protocol/http/headers/proxy-errors.js';
 import { forwardResponse } from '../../protocol/http/forward-response.js';
 import { spliceTunnel } from '../../protocol/http/h1/tunnel.js';
+import { requestDtabFailure } from '../core/binding.js';
 import type { HttpServed, RequestScope } from './types.js';
 
 /** Turns a failure anywhere in the request path into the error response Linkerd would send. */
@@ -24,16 +25,14 @@ export function renderProxyError(ctx: RequestScope, err: unknown): unknown {
     return new RichNoBrokersAvailableError({ service, baseDtab: router.baseDtab, overrideDtab: ctx.localDtab ?? Dtab.empty });
   }
   if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
-  // A request dtab that blows the naming budget is the request's fault, like an unparsable one.
-  if (err instanceof BindingFailedError && err.cause instanceof NamingBudgetError && (ctx.localDtab?.size ?? 0) > 0) {
-    return new InvalidDtabHeaderError(err.cause.message, { cause: err.cause });
-  }
+  const budget = requestDtabFailure(err, ctx.localDtab);
+  if (budget !== undefined) return new InvalidDtabHeaderError(budget.message, { cause: budget });
   if (err instanceof ConnectionFailedError) {
     return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
   }
-  // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
   // The other core failures (timeouts, a full pool, an admin target) render as they are.
   if (err instanceof RouterFailure) return err;
+  // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.
   const code = (err as { code?: unknown } | null)?.code;
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === 'PRX_ERR_UPSTREAM_CONTENT_LENGTH') return new ConflictingContentLengthError('response');
   return new UpstreamFailureError(err);

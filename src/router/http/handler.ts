@@ -13,9 +13,9 @@ import { renderProxyError, writeErrorResponse, writeUpstreamHead } from './egres
 import { writeRawError } from '../../protocol/http/h1/tunnel.js';
 import type { HttpPathService, HttpRouterHost, HttpServerView, RequestScope } from './types.js';
 import type { Lease } from '../core/cache.js';
+import { requestDtabFailure } from '../core/binding.js';
 import { ForwardedHeader } from '../../protocol/http/headers/forwarded.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
-import { InvalidDtabHeaderError } from '../../protocol/http/headers/proxy-errors.js';
 
 /**
  * The inbound side of one server of an http router: limits, context headers, identification,
@@ -65,15 +65,8 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
     this.#server?.closeIdleConnections();
   }
 
-  /** Resolves when no request is in flight. */
-  drained(): Promise<void> {
-    return this.stats.drained();
-  }
-
   closeAll(): void {
     this.#server?.closeAllConnections();
-    // Upgraded (tunnelled) connections are no longer the server's.
-    for (const s of this.stats.sockets) s.destroy();
   }
 
   request(req: InboundRequest, res: InboundResponse): void {
@@ -134,10 +127,9 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
       // A response head that could not be written (node refused a header): free its connection.
       if (ctx.served !== undefined && !ctx.res.headersSent) ctx.served.attempt.exchange.abort(err instanceof Error ? err : new Error(String(err)));
       ctx.service?.record(false, performance.now() - ctx.started, err);
-      const e = renderProxyError(ctx, err);
       // A binding the request's own dtab broke is not kept: a client can make each one unique.
-      if (e instanceof InvalidDtabHeaderError) discard = true;
-      writeErrorResponse(ctx, e);
+      discard = requestDtabFailure(err, ctx.localDtab) !== undefined;
+      writeErrorResponse(ctx, renderProxyError(ctx, err));
     } finally {
       if (discard) lease?.discard();
       else lease?.release();

@@ -12,7 +12,6 @@ import { writeErrorResponse } from './egress.js';
 import { clientCertHeader } from '../../protocol/http/h1/tls-peer.js';
 
 
-
 /** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
 export type IngressResult = { readonly kind: 'answered' } | { readonly kind: 'routed' };
 
@@ -38,9 +37,7 @@ export class RequestContext implements ResponseOwner, RequestScope {
   traceId: TraceId | undefined;
   /** Status sent to the client (0 until the head is written). */
   status = 0;
-  /**
-   * The response's Content-Length as sent, for the access log.
-   */
+  /** The response's Content-Length as sent, for the access log. */
   responseLength: number | undefined;
   #done = false;
   /** The response class to complete with once the forwarded response has been written out. */

@@ -2,7 +2,7 @@ import type { ClientPolicyConfig, ServicePolicyConfig } from '../../config/index
 import { classifierFromConfig, type ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { endpointOptions, type ClientLimits, type EndpointOptions } from '../../protocol/http/client-transport.js';
 import type { ServiceParams } from '../core/path-service.js';
-import { RouterPolicies } from '../core/params.js';
+import { clientParamsOf, RouterPolicies } from '../core/params.js';
 import type { ResolvedClient as CoreResolvedClient, RouterParams } from '../core/routing.js';
 
 /** Client parameters a router reads per client id besides what the connection pool needs. */
@@ -27,13 +27,7 @@ export class HttpParams implements RouterParams<EndpointOptions, ResponseClassif
   client(id: string): ResolvedClient {
     const policy = this.#policies.client(id);
     return {
-      client: {
-        transport: endpointOptions(policy.params, policy.tls, this.#limits),
-        accrual: policy.accrual,
-        balancer: policy.balancer,
-        failFast: policy.failFast,
-        requeueBudget: policy.requeueBudget,
-      },
+      client: clientParamsOf(policy, endpointOptions(policy.params, policy.tls, this.#limits)),
       attemptTimeoutMs: policy.attemptTimeoutMs,
       forwardClientCert: policy.params.forwardClientCert,
     };

@@ -170,9 +170,6 @@ export class FakeProtocol implements ClientProtocol<FakeRequest, FakeExchange, u
   isReplayable(req: FakeRequest): boolean {
     return req.replayable;
   }
-  isConnectFailure(err: unknown): boolean {
-    return err instanceof FakeSocketError;
-  }
   isTlsFailure(): boolean {
     return false;
   }

@@ -12,7 +12,7 @@ import type { ResponseClass } from '../../../src/service/classifier.js';
 import { isSocketConnectFailure } from '../../../src/service/connect-failures.js';
 import { FailureFlag, RequestCancelledError, RouterFailure } from '../../../src/service/failures.js';
 import type { Lease } from '../../../src/router/core/cache.js';
-import { RouterPolicies } from '../../../src/router/core/params.js';
+import { clientParamsOf, RouterPolicies } from '../../../src/router/core/params.js';
 import type { PathService } from '../../../src/router/core/path-service.js';
 import { RouterBase, type ProtocolServer } from '../../../src/router/core/router-base.js';
 import type { ResolvedClient } from '../../../src/router/core/routing.js';
@@ -179,9 +179,6 @@ class EchoClientProtocol implements ClientProtocol<EchoRequest, EchoExchange, Ec
   isReplayable(): boolean {
     return true;
   }
-  isConnectFailure(err: unknown): boolean {
-    return isSocketConnectFailure(err);
-  }
   isTlsFailure(): boolean {
     return false;
   }
@@ -216,7 +213,6 @@ type EchoPathService = PathService<EchoRequest, EchoExchange, EchoClassifier>;
 
 /** The `echo` router: the core's routing, and echo servers. */
 export class EchoRouter extends RouterBase<EchoRequest, EchoExchange, EchoTransportOpts, EchoClassifier, ResolvedClient<EchoTransportOpts>> {
-  readonly bindingTimeoutMs: number;
   constructor(cfg: EchoRouterConfig, ctx: RouterContext) {
     const policies = new RouterPolicies(cfg.client, cfg.service);
     super('echo', cfg, ctx, {
@@ -224,15 +220,12 @@ export class EchoRouter extends RouterBase<EchoRequest, EchoExchange, EchoTransp
       params: {
         client(id) {
           const p = policies.client(id);
-          const transport = { maxConnections: p.params.hostConnectionPool.maxSize };
-          const client = { transport, accrual: p.accrual, balancer: p.balancer, failFast: p.failFast, requeueBudget: p.requeueBudget };
-          return { client, attemptTimeoutMs: p.attemptTimeoutMs };
+          return { client: clientParamsOf(p, { maxConnections: p.params.hostConnectionPool.maxSize }), attemptTimeoutMs: p.attemptTimeoutMs };
         },
         service: (dst) => policies.service(dst, (): EchoClassifier => 'echo'),
       },
       prepareAttempt() {},
     });
-    this.bindingTimeoutMs = cfg.bindingTimeoutMs;
     for (const s of cfg.servers) this.addServer(s.ip, s.port, new EchoServer(this, s));
   }
   /** A request's logical name: its first token (a name or a path) under `dstPrefix`. */
@@ -252,13 +245,13 @@ interface Inbound {
 
 class EchoServer implements ProtocolServer {
   readonly #router: EchoRouter;
-  readonly #stats: ServerStats;
+  readonly stats: ServerStats;
   readonly #server: Server;
   readonly #conns = new Set<Inbound>();
   #closing = false;
   constructor(router: EchoRouter, _cfg: EchoServerConfig) {
     this.#router = router;
-    this.#stats = new ServerStats(router.stats, router.label, router.tracer);
+    this.stats = new ServerStats(router.stats, router.label, router.tracer);
     this.#server = createServer((s) => this.#accept(s));
   }
   listen(ip: string, port: number): Promise<ServerAddress> {
@@ -266,7 +259,7 @@ class EchoServer implements ProtocolServer {
       this.#server.once('error', reject);
       this.#server.listen(port, ip, () => {
         const a = this.#server.address() as { address: string; port: number };
-        this.#stats.bound(a.address, a.port);
+        this.stats.bound(a.address, a.port);
         resolve({ ip: a.address, port: a.port });
       });
     });
@@ -276,15 +269,12 @@ class EchoServer implements ProtocolServer {
     this.#server.close();
     for (const c of this.#conns) if (!c.busy) c.socket.end();
   }
-  drained(): Promise<void> {
-    return this.#stats.drained();
-  }
   closeAll(): void {
     for (const c of this.#conns) c.socket.destroy();
   }
   #accept(socket: Socket): void {
     const c: Inbound = { socket, lines: [], buf: '', busy: false, handle: undefined };
-    const stats = this.#stats;
+    const stats = this.stats;
     this.#conns.add(c);
     stats.track(socket);
     socket.setEncoding('utf8');
@@ -312,7 +302,7 @@ class EchoServer implements ProtocolServer {
     if (this.#closing) c.socket.end();
   }
   async #serve(line: string, c: Inbound): Promise<string> {
-    const stats = this.#stats;
+    const stats = this.stats;
     const router = this.#router;
     stats.begin();
     const started = performance.now();
