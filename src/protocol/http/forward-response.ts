@@ -8,9 +8,8 @@ import { appendVia } from './headers/via.js';
 import type { InboundResponse } from './h1/server.js';
 import type { UpstreamExchange } from './upstream.js';
 
-/** How a proxy forwards a response: this hop's Via entry, `clearContext`, `compressionLevel`. */
+/** How a server forwards responses (`clearContext`, the router's `compressionLevel`): made once per server. */
 export interface ForwardOptions {
-  readonly via: string;
   readonly clearContext: boolean;
   readonly compressionLevel: number;
 }
@@ -22,7 +21,7 @@ export interface ResponseMeter {
 
 /**
  * Writes an upstream response head to the client and streams its body: hop-by-hop headers out,
- * this hop's Via in, compression when the client accepts it, and with `clearContext` every `prx-*`
+ * this hop's `via` entry in, compression when the client accepts it, and with `clearContext` every `prx-*`
  * header removed (an error body of another proxy is dropped). Returns false when nothing streams
  * (the head was the whole response), true once the body is being forwarded.
  */
@@ -31,6 +30,7 @@ export function forwardResponse(
   ex: UpstreamExchange,
   reqHeaders: IncomingHttpHeaders,
   method: string,
+  via: string,
   opts: ForwardOptions,
   meter: ResponseMeter,
 ): boolean {
@@ -40,18 +40,18 @@ export function forwardResponse(
     // The common case: one pass over the upstream headers into the list writeHead takes. The
     // compressor looks only at end-to-end headers, so it may run before hop-by-hop stripping.
     const compressor = compressorFor(opts.compressionLevel, reqHeaders, headers, method, ex.status);
-    const list = forwardedHeaderList(headers, upgrade, opts.via);
+    const list = forwardedHeaderList(headers, upgrade, via);
     if (list !== undefined) {
       send(res, ex, list, compressor, meter);
       return true;
     }
     stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-    appendVia(headers, opts.via);
+    appendVia(headers, via);
     send(res, ex, headers as Record<string, string | string[]>, compressor, meter);
     return true;
   }
   stripHopByHopHeaders(headers, { keepUpgrade: upgrade });
-  appendVia(headers, opts.via);
+  appendVia(headers, via);
   if (clearResponseContext(headers)) {
     ex.discard();
     meter.responseLength = 0;

@@ -65,14 +65,9 @@ export function writeUpstreamHead(ctx: RequestScope, served: HttpServed, success
     return;
   }
   const server = ctx.server;
-  const router = server.router;
   ctx.status = ex.status;
   ctx.succeedOnFinish(success);
-  const streaming = forwardResponse(ctx.res, ex, ctx.req.headers, ctx.out.method, {
-    via: router.via.entry(ctx.req.httpVersion),
-    clearContext: server.cfg.clearContext,
-    compressionLevel: router.cfg.compressionLevel,
-  }, ctx);
+  const streaming = forwardResponse(ctx.res, ex, ctx.req.headers, ctx.out.method, server.router.via.entry(ctx.req.httpVersion), server.forwarding, ctx);
   // Nothing streams (clearContext dropped an error body): the head was the whole response.
   if (!streaming) ctx.finish(ex.status, success);
 }

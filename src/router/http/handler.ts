@@ -1,6 +1,6 @@
 import { answerDiagnostic, diagnosticFor, sendWithContext } from './diagnostic.js';
 import type { Socket } from 'node:net';
-import { serverConnectionOptions, type H1Server, type InboundRequest, type InboundResponse, type RefusedRequestError, type ServerCallbacks, type ServerConnectionOptions } from '../../protocol/http/h1/server.js';
+import { H1Server, serverConnectionOptions, type InboundRequest, type InboundResponse, type RefusedRequestError, type ServerCallbacks, type ServerConnectionOptions } from '../../protocol/http/h1/server.js';
 import type { ProtocolServer } from '../core/router-base.js';
 import type { ServerAddress } from '../core/types.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
@@ -15,7 +15,10 @@ import type { HttpPathService, HttpRouterHost, HttpServerView, RequestScope } fr
 import type { Lease } from '../core/cache.js';
 import { requestDtabFailure } from '../core/binding.js';
 import { ForwardedHeader } from '../../protocol/http/headers/forwarded.js';
+import type { ForwardOptions } from '../../protocol/http/forward-response.js';
+import type { RequestBodyLimits } from '../../protocol/http/inbound-request.js';
 import { ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
+import { serverTlsOptions } from '../../service/tls-settings.js';
 
 /**
  * The inbound side of one server of an http router: limits, context headers, identification,
@@ -27,46 +30,47 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
   readonly cfg: HttpServerConfig;
   readonly serverOptions: ServerConnectionOptions;
   readonly stats: ServerStats;
-  #server: H1Server | undefined;
+  readonly #server: H1Server;
   /** `status/<code>` of the answers, once bound. */
   #statuses: StatusCodeCounters | undefined;
   /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
   readonly forwarded: ((ctx: RequestScope) => void) | undefined;
+  readonly forwarding: ForwardOptions;
+  readonly bodyLimits: RequestBodyLimits;
 
   constructor(router: HttpRouterHost, cfg: HttpServerConfig) {
     this.router = router;
     this.cfg = cfg;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
-    this.serverOptions = serverConnectionOptions({ ...router.cfg, ...cfg });
+    const rc = router.cfg;
+    this.serverOptions = serverConnectionOptions({ ...rc, ...cfg });
+    this.forwarding = { clearContext: cfg.clearContext, compressionLevel: rc.compressionLevel };
+    this.bodyLimits = { maxRequestBytes: rc.maxRequestKB * 1024, streaming: rc.streamingEnabled };
     const fwd = cfg.addForwardedHeader;
     const header = fwd === undefined ? undefined : new ForwardedHeader(fwd, { routerLabel: router.label });
     this.forwarded = header === undefined ? undefined : (ctx) => header.addTo(ctx.req.socket, ctx.req.headers, ctx.req.url);
+    this.#server = new H1Server(this.serverOptions, this, cfg.tls === undefined ? undefined : serverTlsOptions(cfg.tls));
   }
 
   connection(socket: Socket): void {
     this.stats.track(socket);
   }
 
-  /** The h1 server this handler answers for (made with this handler's callbacks). */
-  attach(server: H1Server): void {
-    this.#server = server;
-  }
-
   async listen(ip: string, port: number): Promise<ServerAddress> {
-    const a = await (this.#server as H1Server).listen(ip, port);
+    const a = await this.#server.listen(ip, port);
     // The stats scope names the real address (port 0 became the real port).
     this.#statuses = new StatusCodeCounters(this.stats.bound(a.address, a.port));
     return { ip: a.address, port: a.port };
   }
 
   stopAccepting(): void {
-    this.#server?.close();
+    this.#server.close();
     // Idle keep-alive connections go now; busy ones finish their request first.
-    this.#server?.closeIdleConnections();
+    this.#server.closeIdleConnections();
   }
 
   closeAll(): void {
-    this.#server?.closeAllConnections();
+    this.#server.closeAllConnections();
   }
 
   request(req: InboundRequest, res: InboundResponse): void {

@@ -131,8 +131,7 @@ export class RequestContext implements ResponseOwner, RequestScope {
       router.trace(this, headers);
       this.server.forwarded?.(this);
       out.clientCert = clientCertHeader(req);
-      const rc = this.server.router.cfg;
-      const reading = prepareRequestBody(req, this.out, { maxRequestBytes: rc.maxRequestKB * 1024, streaming: rc.streamingEnabled });
+      const reading = prepareRequestBody(req, out, this.server.bodyLimits);
       return reading === undefined ? ROUTED : reading.then(routed, (err: unknown) => this.#answerError(err));
     } catch (err) {
       return this.#answerError(err);

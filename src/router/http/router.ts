@@ -1,11 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
-import { serverTlsOptions } from '../../service/tls-settings.js';
 import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
 import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
-import { H1Server } from '../../protocol/http/h1/server.js';
 import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/identifiers/index.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { RouterBase } from '../core/router-base.js';
@@ -59,11 +57,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
             rotateCount: cfg.httpAccessLogRotateCount,
             onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
           });
-    for (const s of cfg.servers) {
-      const handler = new HttpServerHandler(this, s);
-      handler.attach(new H1Server(handler.serverOptions, handler, s.tls === undefined ? undefined : serverTlsOptions(s.tls)));
-      this.addServer(s.ip, s.port, handler);
-    }
+    for (const s of cfg.servers) this.addServer(s.ip, s.port, new HttpServerHandler(this, s));
   }
 
   identify(req: IdentifiableRequest): Promise<unknown> {

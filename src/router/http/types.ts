@@ -5,6 +5,8 @@ import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import type { TraceId, Tracer } from '../../service/tracing.js';
 import type { StatsReceiver } from '../../service/stats/index.js';
 import type { AccessLog, AccessLogEntry } from '../../protocol/http/access-log.js';
+import type { ForwardOptions } from '../../protocol/http/forward-response.js';
+import type { RequestBodyLimits } from '../../protocol/http/inbound-request.js';
 import type { Lease } from '../core/cache.js';
 import type { InboundRequest, InboundResponse } from '../../protocol/http/h1/server.js';
 import type { HttpIdentifier } from '../../protocol/http/identifiers/index.js';
@@ -45,6 +47,9 @@ export interface HttpServerView {
   readonly cfg: HttpServerConfig;
   /** Adds this hop's `Forwarded` header (server `addForwardedHeader`), when configured. */
   readonly forwarded: ((ctx: RequestScope) => void) | undefined;
+  /** How this server forwards responses, and its request-body limits (made once). */
+  readonly forwarding: ForwardOptions;
+  readonly bodyLimits: RequestBodyLimits;
   /** The request completed: stats, trace, access log, drain (once per request). */
   end(ctx: RequestScope, status: number, success: boolean): void;
 }
