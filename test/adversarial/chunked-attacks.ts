@@ -4,6 +4,7 @@
 // the decoder does (request smuggling hides in a place where two readers disagree). The senders
 // take only a proxy port, so a future router can be run through them as well.
 import { readUntilClosed } from './raw-peers.js';
+import { decodeChunked } from '../router/support.js';
 
 export interface ChunkedCase {
   readonly what: string;
@@ -119,7 +120,7 @@ function outcomeOf(text: string): ProxyOutcome {
   const err = headers.get('prx-err');
   if (err !== undefined) return { kind: 'refused', status, err: decodeURIComponent(err.replaceAll('+', ' ')) };
   let body: string | undefined;
-  if (headers.get('transfer-encoding') === 'chunked') body = plainDechunk(rest);
+  if (headers.get('transfer-encoding') === 'chunked') body = decodeChunked(rest, true);
   else {
     const length = Number(headers.get('content-length'));
     body = Buffer.byteLength(rest, 'latin1') === length ? rest : undefined;
@@ -127,21 +128,3 @@ function outcomeOf(text: string): ProxyOutcome {
   return body === undefined ? { kind: 'cut', status } : { kind: 'ok', status, body };
 }
 
-/**
- * The body of a proxy's own chunked encoding (well-formed: sizes, data, CRLF, an empty last
- * chunk and no trailers), or undefined when it stops short.
- */
-function plainDechunk(text: string): string | undefined {
-  let out = '';
-  let at = 0;
-  for (;;) {
-    const eol = text.indexOf('\r\n', at);
-    if (eol < 0) return undefined;
-    const size = parseInt(text.slice(at, eol), 16);
-    if (Number.isNaN(size)) return undefined;
-    if (size === 0) return text.slice(eol + 2) === '\r\n' ? out : undefined;
-    if (text.length < eol + 2 + size + 2) return undefined;
-    out += text.slice(eol + 2, eol + 2 + size);
-    at = eol + 2 + size + 2;
-  }
-}

@@ -13,7 +13,7 @@ import type { HttpRouter } from '../../src/router/http/router.js';
 import type { RouterContext } from '../../src/router/core/types.js';
 import { MetricsRegistry, type MetricsNode } from '../../src/service/stats/index.js';
 import { nullTracer } from '../../src/service/tracing.js';
-import { freePort } from './support.js';
+import { decodeChunked, freePort } from './support.js';
 
 export { eventually, freePort, mount, pendingNamer, tempFsNamer, type TempFsNamer } from './support.js';
 
@@ -149,7 +149,7 @@ export function rawExchange(port: number, bytes: string | Buffer): Promise<RawRe
       }
       let body = text.slice(split + 4);
       if (headers['transfer-encoding'] === 'chunked') {
-        const decoded = decodeChunked(body);
+        const decoded = decodeChunked(body, false);
         if (decoded === undefined && !sock.destroyed && !sock.readableEnded) return;
         body = decoded ?? body;
       }
@@ -174,22 +174,6 @@ export function rawExchange(port: number, bytes: string | Buffer): Promise<RawRe
     });
     sock.write(bytes);
   });
-}
-
-/** A complete chunked body, decoded; undefined while incomplete. */
-function decodeChunked(text: string): string | undefined {
-  let out = '';
-  let at = 0;
-  for (;;) {
-    const eol = text.indexOf('\r\n', at);
-    if (eol < 0) return undefined;
-    const size = parseInt(text.slice(at, eol), 16);
-    if (Number.isNaN(size)) return undefined;
-    if (size === 0) return out;
-    if (text.length < eol + 2 + size + 2) return undefined;
-    out += text.slice(eol + 2, eol + 2 + size);
-    at = eol + 2 + size + 2;
-  }
 }
 
 /** A test CA with a server certificate for 127.0.0.1/localhost and a client certificate, made with openssl. */

@@ -62,3 +62,23 @@ export function tempFsNamer(files: Record<string, string>): TempFsNamer {
     },
   };
 }
+
+/**
+ * A complete chunked body (sizes, data, CRLF, an empty last chunk), decoded as a test reads a
+ * proxy's own well-formed encoding; undefined while incomplete. With `requireEnd`, the empty
+ * last chunk must be followed by its CRLF and nothing else (no trailers).
+ */
+export function decodeChunked(text: string, requireEnd: boolean): string | undefined {
+  let out = '';
+  let at = 0;
+  for (;;) {
+    const eol = text.indexOf('\r\n', at);
+    if (eol < 0) return undefined;
+    const size = parseInt(text.slice(at, eol), 16);
+    if (Number.isNaN(size)) return undefined;
+    if (size === 0) return !requireEnd || text.slice(eol + 2) === '\r\n' ? out : undefined;
+    if (text.length < eol + 2 + size + 2) return undefined;
+    out += text.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
+}
