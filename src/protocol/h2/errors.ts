@@ -1,0 +1,45 @@
+/**
+ * HTTP/2's own failures (the protocol's catalogue): a stream reset by either peer. The router core's
+ * failures (no route, timeouts, rejections) are rendered by the h2 router as resets or gRPC
+ * statuses; these are the resets themselves.
+ */
+import { PrxError } from '../../core/errors.js';
+
+/** RFC 9113 §7 error codes, as carried by RST_STREAM and GOAWAY. */
+export const H2Code = {
+  NO_ERROR: 0,
+  PROTOCOL_ERROR: 1,
+  INTERNAL_ERROR: 2,
+  FLOW_CONTROL_ERROR: 3,
+  SETTINGS_TIMEOUT: 4,
+  STREAM_CLOSED: 5,
+  FRAME_SIZE_ERROR: 6,
+  REFUSED_STREAM: 7,
+  CANCEL: 8,
+  COMPRESSION_ERROR: 9,
+  CONNECT_ERROR: 10,
+  ENHANCE_YOUR_CALM: 11,
+  INADEQUATE_SECURITY: 12,
+  HTTP_1_1_REQUIRED: 13,
+} as const;
+
+const CODE_NAMES: readonly string[] = Object.keys(H2Code);
+
+/** The RFC name of an error code (`REFUSED_STREAM`), or `0x<hex>` for one it does not define. */
+export function h2CodeName(code: number): string {
+  return CODE_NAMES[code] ?? `0x${code.toString(16)}`;
+}
+
+/** Which side of the proxy reset a stream. */
+export type ResetBy = 'upstream' | 'downstream';
+
+/** A stream reset by a peer (RST_STREAM, or GOAWAY past the stream's id) with its error code. */
+export class StreamResetError extends PrxError {
+  readonly h2Code: number;
+  readonly by: ResetBy;
+  constructor(h2Code: number, by: ResetBy) {
+    super('PRX_ERR_H2_STREAM_RESET', `stream reset by ${by}: ${h2CodeName(h2Code)}`);
+    this.h2Code = h2Code;
+    this.by = by;
+  }
+}
