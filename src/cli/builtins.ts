@@ -6,6 +6,7 @@
 
 // Protocols.
 import '../router/http/index.js';
+import '../router/h2/index.js';
 
 // Namers.
 import '../namer/fs.js';
