@@ -22,6 +22,9 @@ import '../protocol/http/identifiers/index.js';
 import '../protocol/http/classifiers.js';
 import '../protocol/http/headers/trace-propagator.js';
 
+// h2's gRPC response classifiers (io.prx.h2.grpc.*).
+import '../protocol/h2/classifiers.js';
+
 // Client policy: load balancers, failure accrual, client TLS.
 import '../service/balancer/index.js';
 import '../service/policy/accrual-kinds.js';

@@ -58,21 +58,26 @@ export class H2ClientProtocol {
   }
 
   endClass(ex: H2Exchange): ResponseClass | undefined {
-    const c = ex.req.classification;
-    if (c === undefined || !c.classifier.needsEnd) return undefined;
-    return c.classifier.classify({
-      method: ex.req.method,
-      status: ex.status,
-      ended: ex.ended,
-      grpcStatus: grpcStatusOf(ex),
-      retryableHeader: ex.headers['prx-retryable'] === 'true',
-      ...(ex.error === undefined ? {} : { error: ex.error }),
-    });
+    return h2EndClass(ex);
   }
 
   responseStats(stats: StatsReceiver): H2ResponseStats {
     return new H2ResponseStats(stats);
   }
+}
+
+/** The class of an exchange once it has ended, for classifiers that need the end (gRPC); else undefined. */
+export function h2EndClass(ex: H2Exchange): ResponseClass | undefined {
+  const c = ex.req.classification;
+  if (c === undefined || !c.classifier.needsEnd) return undefined;
+  return c.classifier.classify({
+    method: ex.req.method,
+    status: ex.status,
+    ended: ex.ended,
+    grpcStatus: grpcStatusOf(ex),
+    retryableHeader: ex.headers['prx-retryable'] === 'true',
+    ...(ex.error === undefined ? {} : { error: ex.error }),
+  });
 }
 
 /** The gRPC status of a response: from its trailers, or from a trailers-only head. */

@@ -2,6 +2,7 @@ import * as http2 from 'node:http2';
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Dtab, Path } from '../../naming/index.js';
+import { h2EndClass } from '../../protocol/h2/client-protocol.js';
 import { H2RequestBody, type H2Exchange, type H2Request } from '../../protocol/h2/client-transport.js';
 import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { formatGrpcTimeout, isGrpcContentType, parseGrpcTimeout } from '../../protocol/h2/grpc.js';
@@ -235,7 +236,7 @@ export class H2Call {
     }
     let success = false;
     if (served !== undefined) {
-      const protocolClass = ex === undefined ? undefined : endClassOf(served);
+      const protocolClass = ex === undefined ? undefined : h2EndClass(ex);
       this.#class = protocolClass ?? served.responseClass;
       success = this.#class === 'success' && !reset;
       this.service?.record(success, performance.now() - this.started);
@@ -250,19 +251,6 @@ export class H2Call {
     this.#done = true;
     this.server.end(this, this.status, success);
   }
-}
-
-/** The final class of a forwarded response: the protocol's end-of-stream class, when it has one. */
-function endClassOf(served: H2Served): ResponseClass | undefined {
-  const ex = served.attempt.exchange;
-  const c = ex.req.classification;
-  if (c === undefined || !c.classifier.needsEnd) return undefined;
-  return c.classifier.classify({ method: ex.req.method, status: ex.status, ended: ex.ended, grpcStatus: grpcOf(ex), error: ex.error });
-}
-
-function grpcOf(ex: H2Exchange): number | undefined {
-  const t = ex.trailers?.['grpc-status'] ?? ex.headers['grpc-status'];
-  return typeof t === 'string' && /^\d+$/.test(t) ? Number(t) : undefined;
 }
 
 function noop(): void {}

@@ -14,6 +14,7 @@ import {
   servicePolicy,
 } from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
+import { responseClassifierSlot } from '../../protocol/http/classifiers.js';
 import { h2ServerSettingsShape, h2SettingsShape } from '../../protocol/h2/settings.js';
 
 // The `h2` router's config: the common router keys plus the h2 parameters of the spec.
@@ -44,7 +45,8 @@ export const h2RouterSchema = z.strictObject({
   protocol: z.literal('h2'),
   servers: serverList(h2ServerSchema),
   client: clientPolicy({ ...h2SettingsShape }),
-  service: servicePolicy({ classificationTimeoutMs: durationMs.optional(), retryBufferSize: retryBufferSize.optional() }),
+  // io.prx.http.* classifiers are refused here, at their key path.
+  service: servicePolicy({ responseClassifier: responseClassifierSlot('h2').optional(), classificationTimeoutMs: durationMs.optional(), retryBufferSize: retryBufferSize.optional() }),
   identifier: oneOrMany(kindSlot('h2Identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
   tracePropagator: kindSlot('tracePropagator', { default: { kind: 'io.prx.default' } }),
