@@ -18,6 +18,12 @@ const DEFAULT_MAX_FRAME = 16384;
 /**
  * The flow-control window a peer has before any WINDOW_UPDATE (RFC 9113 §6.9.2): the upgraded
  * request's body is sent as DATA before the server's SETTINGS are acknowledged, so it must fit.
+ * Those DATA bytes count against the connection window on the server's side only, and the server
+ * credits them back, so the client believes in up to that many more bytes of window than the
+ * server grants. Node's http2 credits the connection window as data arrives (every half window,
+ * whether or not the streams are read), so the server's unacknowledged bytes stay far below the
+ * window and the difference is never reached (checked: 64 KiB sent along, then 128 KiB pushed at
+ * paused streams, no FLOW_CONTROL_ERROR).
  */
 export const INITIAL_WINDOW = 65535;
 const FRAME_HEADER = 9;

@@ -43,6 +43,7 @@ const REFUSE_GRACE_MS = 5000;
 const DISCARD_BYTES = 64 * 1024;
 const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n', 'latin1');
 const CRLF2 = Buffer.from('\r\n\r\n', 'latin1');
+const EMPTY = Buffer.alloc(0);
 
 /** What every connection of one listener is read with. */
 interface SniffConfig {
@@ -131,7 +132,7 @@ class SniffedConnection {
   constructor(config: SniffConfig, socket: net.Socket) {
     this.#config = config;
     this.#socket = socket;
-    this.#buf = Buffer.allocUnsafe(Math.min(4096, config.maxHeadBytes + 4));
+    this.#buf = EMPTY;
     this.#timer = setTimeout(() => this.#timedOut(), config.headTimeoutMs).unref();
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
@@ -147,6 +148,11 @@ class SniffedConnection {
       return;
     }
     try {
+      // The common case, a prior-knowledge client whose first read holds the whole preface: no copy.
+      if (this.#len === 0 && this.#state === PREFACE_OR_HEAD && chunk.length >= H2_PREFACE.length && chunk.compare(H2_PREFACE, 0, H2_PREFACE.length, 0, H2_PREFACE.length) === 0) {
+        this.#handOver(chunk);
+        return;
+      }
       this.#append(chunk);
       if (this.#state === PREFACE_OR_HEAD) this.#preface();
       if (this.#state === BODY) this.#body();
@@ -159,7 +165,7 @@ class SniffedConnection {
   #append(chunk: Buffer): void {
     const need = this.#len + chunk.length;
     if (need > this.#buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(need, this.#buf.length * 2));
+      const grown = Buffer.allocUnsafe(Math.max(need, this.#buf.length * 2, 1024));
       this.#buf.copy(grown, 0, 0, this.#len);
       this.#buf = grown;
     }
@@ -242,8 +248,7 @@ class SniffedConnection {
     this.#stream1 = stream1Frames(head.headerBlock, buf.subarray(this.#bodyStart, bodyEnd));
     // What follows the request is the client's HTTP/2 preface (a client may send it right after the request).
     const rest = buf.subarray(bodyEnd, this.#len);
-    this.#buf = Buffer.allocUnsafe(Math.max(1024, rest.length));
-    rest.copy(this.#buf);
+    this.#buf = Buffer.from(rest);
     this.#len = rest.length;
     this.#state = CLIENT_PREFACE;
     this.#timer.refresh();
@@ -309,8 +314,6 @@ class SniffedConnection {
     this.#socket.destroy();
   }
 }
-
-const EMPTY = Buffer.alloc(0);
 
 function startsLikePreface(buf: Buffer, len: number): boolean {
   const n = Math.min(len, H2_PREFACE.length);
