@@ -1,104 +1,19 @@
 // The plaintext h2 listener (src/protocol/h2/plaintext-listener.ts, h2c-upgrade.ts) in front of a
 // real node:http2 server: prior-knowledge clients (node:http2), HTTP/1.1 `Upgrade: h2c` from curl
-// and from raw sockets speaking the frames by hand, and the HTTP/1.1 requests, garbage and silent
-// clients it refuses; every accepted socket must be closed at the end of each test.
+// and from raw sockets speaking the frames by hand. What it refuses is in
+// test/adversarial/h2-plaintext.test.ts. Every accepted socket must be closed at the end of each test.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_HEAD_TIMEOUT_MS, PlaintextH2Listener, type PlaintextH2ListenerOptions } from '../../src/protocol/h2/plaintext-listener.js';
+import { PlaintextH2Listener } from '../../src/protocol/h2/plaintext-listener.js';
 import { encodeHeaderBlock, H2_PREFACE } from '../../src/protocol/h2/h2c-upgrade.js';
-import { rawRequest } from '../adversarial/raw-client.js';
+import { CLIENT_SETTINGS, closed, frame, RawH2c, SETTINGS, sha, upgradeRequest, withListener, type Seen } from './h2-plaintext-harness.js';
 
-const SPEAKS_H2 = 'this router speaks HTTP/2: use prior knowledge or Upgrade: h2c';
 const CURL_INSTALL = 'apt-get update && apt-get install -y curl';
-const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
-
-/** What the echo backend saw of one stream. */
-interface Seen {
-  readonly session: number;
-  readonly stream: number;
-  readonly headers: Record<string, string | string[]>;
-  readonly body: string;
-  readonly bodySha: string;
-  readonly bodyBytes: number;
-}
-
-interface Target {
-  readonly port: number;
-  readonly seen: Seen[];
-  /** Every socket the listener accepted. */
-  readonly sockets: net.Socket[];
-}
-
-/**
- * A real http2 server behind a PlaintextH2Listener. Its streams answer 200 with what they saw as
- * JSON (`x-echo: body` streams the request body back instead), then trailers.
- */
-async function withListener(opts: Partial<PlaintextH2ListenerOptions>, fn: (t: Target) => Promise<void>): Promise<void> {
-  const h2 = http2.createServer();
-  const sessions = new WeakMap<http2.Http2Session, number>();
-  const seen: Seen[] = [];
-  const sockets: net.Socket[] = [];
-  let sessionCount = 0;
-  h2.on('session', (s) => sessions.set(s, ++sessionCount));
-  h2.on('stream', (stream, headers) => {
-    stream.on('error', () => {});
-    if (headers[':path'] === '/hold') {
-      stream.pause(); // never read: the body stays in flow control's hands
-      return;
-    }
-    if (headers['x-echo'] === 'body') {
-      stream.respond({ ':status': 200 }, { waitForTrailers: true });
-      stream.on('wantTrailers', () => stream.sendTrailers({ 'x-echo-trailer': 'done' }));
-      stream.pipe(stream);
-      return;
-    }
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const rec: Seen = {
-        session: sessions.get(stream.session!) ?? -1,
-        stream: stream.id!,
-        headers: { ...(headers as Record<string, string | string[]>) },
-        body: body.length <= 4096 ? body.toString('latin1') : '',
-        bodySha: sha(body),
-        bodyBytes: body.length,
-      };
-      seen.push(rec);
-      stream.respond({ ':status': 200, 'content-type': 'application/json' }, { waitForTrailers: true });
-      stream.on('wantTrailers', () => stream.sendTrailers({ 'x-echo-trailer': 'done' }));
-      stream.end(`${JSON.stringify(rec)}\n`);
-    });
-  });
-  const listener = new PlaintextH2Listener(h2, {
-    maxHeadBytes: 8192,
-    maxUpgradeBodyBytes: 16384,
-    ...opts,
-    onSocket: (s) => sockets.push(s),
-  });
-  const { port } = await listener.listen('127.0.0.1', 0);
-  try {
-    await fn({ port, seen, sockets });
-  } finally {
-    listener.close();
-    // Nothing leaks: every socket accepted ends up closed once its client is gone (or is cut).
-    await eventually(() => sockets.every((s) => s.destroyed), 8000, () => `${sockets.filter((s) => !s.destroyed).length} of ${sockets.length} sockets still open`);
-    h2.close();
-  }
-}
-
-async function eventually(cond: () => boolean, ms: number, what: () => string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** One request on a prior-knowledge session: the response head, body and trailers. */
 function h2Request(
@@ -222,23 +137,6 @@ describe('plaintext h2 listener: prior knowledge', () => {
   });
 });
 
-/** Resolves when the server closes `sock`, with what it sent. */
-function closed(sock: net.Socket, ms = 5000): Promise<{ data: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new Error(`socket not closed by the server within ${ms} ms`));
-    }, ms);
-    sock.on('data', (c: Buffer) => chunks.push(c));
-    sock.on('error', () => {});
-    sock.on('close', () => {
-      clearTimeout(timer);
-      resolve({ data: Buffer.concat(chunks) });
-    });
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // Upgrade: h2c from curl.
 
@@ -302,114 +200,6 @@ describe('plaintext h2 listener: Upgrade: h2c from curl', () => {
 
 // ---------------------------------------------------------------------------------------------
 // Upgrade: h2c by hand (what `nghttp -u` does), with the frames read and written here.
-
-interface Frame {
-  readonly type: number;
-  readonly flags: number;
-  readonly stream: number;
-  readonly payload: Buffer;
-}
-
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(stream, 5);
-  return Buffer.concat([h, payload]);
-}
-
-const SETTINGS = (payload = Buffer.alloc(0)): Buffer => frame(0x4, 0, 0, payload);
-const CLIENT_SETTINGS = Buffer.from('000300000064000400100000', 'hex'); // MAX_CONCURRENT_STREAMS 100, INITIAL_WINDOW_SIZE 1 MiB
-
-/** A raw connection that sends an upgrade request, then reads the 101 and the h2 frames after it. */
-class RawH2c {
-  readonly sock: net.Socket;
-  #buf = Buffer.alloc(0);
-  /** The HTTP/1.1 heads received (a 100 Continue, then the 101); after the 101, frames. */
-  readonly heads: string[] = [];
-  #switched = false;
-  readonly frames: Frame[] = [];
-  #waiters: (() => void)[] = [];
-  closed = false;
-
-  constructor(port: number) {
-    this.sock = net.connect(port, '127.0.0.1');
-    this.sock.on('error', () => {});
-    this.sock.on('close', () => {
-      this.closed = true;
-      this.#wake();
-    });
-    this.sock.on('data', (c: Buffer) => {
-      this.#buf = Buffer.concat([this.#buf, c]);
-      while (!this.#switched) {
-        const end = this.#buf.indexOf('\r\n\r\n');
-        if (end < 0) break;
-        const head = this.#buf.toString('latin1', 0, end);
-        this.heads.push(head);
-        this.#switched = head.startsWith('HTTP/1.1 101 ');
-        this.#buf = this.#buf.subarray(end + 4);
-      }
-      while (this.#switched && this.#buf.length >= 9) {
-        const len = this.#buf.readUIntBE(0, 3);
-        if (this.#buf.length < 9 + len) break;
-        const f = { type: this.#buf[3]!, flags: this.#buf[4]!, stream: this.#buf.readUInt32BE(5) & 0x7fffffff, payload: this.#buf.subarray(9, 9 + len) };
-        this.#buf = this.#buf.subarray(9 + len);
-        this.frames.push(f);
-        // The server's SETTINGS are acknowledged, as a client must.
-        if (f.type === 0x4 && (f.flags & 1) === 0) this.sock.write(frame(0x4, 1, 0, Buffer.alloc(0)));
-      }
-      this.#wake();
-    });
-  }
-
-  get head(): string | undefined {
-    return this.heads[this.heads.length - 1];
-  }
-
-  #wake(): void {
-    for (const w of this.#waiters.splice(0)) w();
-  }
-
-  async until(cond: () => boolean, what: string, ms = 5000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!cond()) {
-      if (this.closed) assert.fail(`connection closed before ${what}; heads ${JSON.stringify(this.heads)}, frames ${JSON.stringify(this.frames.map((f) => [f.type, f.flags, f.stream]))}`);
-      const left = deadline - Date.now();
-      if (left <= 0) assert.fail(`not within ${ms} ms: ${what}`);
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, left);
-        this.#waiters.push(() => {
-          clearTimeout(t);
-          r();
-        });
-      });
-    }
-  }
-
-  /** The response on `stream` once ended: the first header byte (0x88 is `:status: 200`), the body, whether trailers came. */
-  async response(stream: number): Promise<{ statusByte: number; body: Buffer; trailers: boolean }> {
-    const ended = (): boolean => this.frames.some((f) => f.stream === stream && (f.type === 0x0 || f.type === 0x1) && (f.flags & 1) === 1);
-    await this.until(ended, `the end of stream ${stream}`);
-    const mine = this.frames.filter((f) => f.stream === stream);
-    const headers = mine.filter((f) => f.type === 0x1);
-    const data = Buffer.concat(mine.filter((f) => f.type === 0x0).map((f) => f.payload));
-    assert.ok(headers.length >= 1, `a HEADERS frame on stream ${stream}`);
-    return { statusByte: headers[0]!.payload[0]!, body: data, trailers: headers.length === 2 };
-  }
-
-  end(): void {
-    this.sock.end();
-  }
-}
-
-function upgradeRequest(path: string, extra: string, body = ''): Buffer {
-  return Buffer.from(
-    `POST ${path} HTTP/1.1\r\nHost: svc.example:4142\r\nConnection: Upgrade, HTTP2-Settings, X-Hop\r\nUpgrade: h2c\r\n` +
-      `HTTP2-Settings: ${CLIENT_SETTINGS.toString('base64url')}\r\nContent-Length: ${Buffer.byteLength(body, 'latin1')}\r\n${extra}\r\n${body}`,
-    'latin1',
-  );
-}
 
 /** The connection-level WINDOW_UPDATE credit the server has sent so far. */
 function connectionCredit(c: RawH2c): number {
@@ -521,110 +311,6 @@ describe('plaintext h2 listener: Upgrade: h2c by hand', () => {
 
 // ---------------------------------------------------------------------------------------------
 // What is refused, over HTTP/1.1.
-
-const upgradeHead = (headers: string, method = 'GET', version = 'HTTP/1.1'): string => `${method} /x ${version}\r\nHost: svc\r\n${headers}\r\n`;
-const GOOD_SETTINGS = CLIENT_SETTINGS.toString('base64url');
-
-describe('plaintext h2 listener: refusals', () => {
-  it('answers a plain HTTP/1.1 request 505 with prx-err, a text body and connection: close', async () => {
-    await withListener({}, async ({ port }) => {
-      const a = await rawRequest(port, 'GET / HTTP/1.1\r\nHost: svc\r\n\r\n');
-      assert.equal(a.status, 505);
-      assert.equal(a.headers['prx-err'], SPEAKS_H2);
-      assert.equal(a.headers['connection'], 'close');
-      assert.match(a.headers['content-type'] ?? '', /^text\/plain/);
-      assert.equal(a.body, `${SPEAKS_H2}\n`);
-      const ws = await rawRequest(port, upgradeHead('Connection: Upgrade\r\nUpgrade: websocket\r\n'));
-      assert.equal(ws.status, 505);
-      assert.equal(ws.headers['prx-err'], SPEAKS_H2);
-    });
-  });
-
-  const broken: [string, string, RegExp][] = [
-    ['no HTTP2-Settings', upgradeHead('Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n'), /no HTTP2-Settings header/],
-    ['two HTTP2-Settings', upgradeHead(`Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`), /more than one HTTP2-Settings/],
-    ['bad base64url', upgradeHead('Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAM+AABk/AQCAA\r\n'), /not base64url/],
-    ['a partial setting', upgradeHead('Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAA\r\n'), /not a whole number of settings/],
-    ['ENABLE_PUSH 2', upgradeHead(`Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${Buffer.from('000200000002', 'hex').toString('base64url')}\r\n`), /ENABLE_PUSH 2/],
-    ['Connection without HTTP2-Settings', upgradeHead(`Connection: Upgrade\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`), /Connection must list HTTP2-Settings/],
-    ['HTTP/1.0', upgradeHead(`Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`, 'GET', 'HTTP/1.0'), /needs HTTP\/1\.1/],
-  ];
-  for (const [name, bytes, reason] of broken) {
-    it(`refuses an h2c upgrade with ${name}: 505, prx-err says why`, async () => {
-      await withListener({}, async ({ port, seen }) => {
-        const a = await rawRequest(port, bytes);
-        assert.equal(a.status, 505);
-        assert.ok(a.headers['prx-err']?.startsWith(SPEAKS_H2), a.headers['prx-err']);
-        assert.match(a.headers['prx-err'] ?? '', reason);
-        assert.equal(a.headers['connection'], 'close');
-        assert.equal(seen.length, 0);
-      });
-    });
-  }
-
-  it('refuses a chunked upgrade (400) and a body past maxUpgradeBodyBytes (413) without upgrading', async () => {
-    await withListener({ maxUpgradeBodyBytes: 1024 }, async ({ port, seen }) => {
-      const upgrade = `Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`;
-      const chunked = await rawRequest(port, `${upgradeHead(`${upgrade}Transfer-Encoding: chunked\r\n`, 'POST')}5\r\nhello\r\n0\r\n\r\n`);
-      assert.equal(chunked.status, 400);
-      assert.match(chunked.headers['prx-err'] ?? '', /Content-Length, not chunked/);
-      // The head alone is enough to refuse: the 100 000 bytes are never sent.
-      const large = await rawRequest(port, upgradeHead(`${upgrade}Content-Length: 100000\r\n`, 'POST'));
-      assert.equal(large.status, 413);
-      assert.match(large.headers['prx-err'] ?? '', /100000 bytes exceeds 1024 bytes/);
-      assert.equal(seen.length, 0);
-    });
-  });
-
-  it('answers an oversized head 431, whether it is still arriving or complete', async () => {
-    await withListener({ maxHeadBytes: 1024 }, async ({ port }) => {
-      const endless = await rawRequest(port, `GET / HTTP/1.1\r\nHost: svc\r\nX-Pad: ${'p'.repeat(2000)}`);
-      assert.equal(endless.status, 431);
-      assert.match(endless.headers['prx-err'] ?? '', /longer than 1024 bytes/);
-      const whole = await rawRequest(port, `GET / HTTP/1.1\r\nHost: svc\r\nX-Pad: ${'p'.repeat(1000)}\r\n\r\n`);
-      assert.equal(whole.status, 431);
-    });
-  });
-
-  it('answers garbage 400 at once: a TLS ClientHello, a binary method, bare LF lines, a header the head parser refuses', async () => {
-    await withListener({}, async ({ port }) => {
-      const hello = Buffer.from('16030100a5010000a10303', 'hex').toString('latin1');
-      for (const bytes of [hello, '\x00\x01\x02\x03', 'GET / HTTP/1.1\nHost: svc\n\n', 'GET / HTTP/1.1\r\nHost: svc\r\n bad folding\r\n\r\n']) {
-        const a = await rawRequest(port, bytes, 3000);
-        assert.equal(a.status, 400, JSON.stringify(bytes));
-        assert.ok((a.headers['prx-err'] ?? '') !== '', 'prx-err says what was wrong');
-      }
-    });
-  });
-
-  it('closes a client silent before its head (nothing answered) and answers a half head 408 after the head timeout', async () => {
-    assert.equal(DEFAULT_HEAD_TIMEOUT_MS, 10_000);
-    await withListener({ headTimeoutMs: 300 }, async ({ port }) => {
-      const silent = net.connect(port, '127.0.0.1');
-      const s = await closed(silent);
-      assert.equal(s.data.length, 0);
-      const half = net.connect(port, '127.0.0.1');
-      half.write('GET / HTTP/1.1\r\nHost: sv');
-      const h = await closed(half);
-      assert.match(h.data.toString('latin1'), /^HTTP\/1\.1 408 /);
-      assert.match(h.data.toString('latin1'), /prx-err: request head not received within 300 ms/);
-    });
-  });
-
-  it('closes the socket of a client that leaves mid-head, mid-body or before its preface', async () => {
-    await withListener({}, async ({ port, sockets }) => {
-      const upgrade = `Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`;
-      for (const bytes of ['GET / HTTP/1.1\r\nHost: s', `${upgradeHead(`${upgrade}Content-Length: 10\r\n`, 'POST')}12345`, upgradeHead(upgrade)]) {
-        const sock = net.connect(port, '127.0.0.1');
-        sock.on('error', () => {});
-        await new Promise<void>((r) => sock.once('connect', r));
-        sock.end(bytes);
-        await closed(sock);
-      }
-      await eventually(() => sockets.length === 3 && sockets.every((s) => s.destroyed), 3000, () => 'server sockets closed');
-    });
-  });
-});
 
 describe('plaintext h2 listener: lifecycle', () => {
   let blocker: net.Server;

@@ -5,6 +5,7 @@
  * into the client's byte stream right after its connection preface and first SETTINGS frame, and
  * the h2 server sees an ordinary stream 1.
  */
+import { STATUS_CODES } from 'node:http';
 import { PrxError } from '../../core/errors.js';
 import type { RequestHead } from '../http/h1/request-head.js';
 
@@ -248,4 +249,32 @@ export function prefaceAndSettingsLength(buf: Buffer): number {
 function hasToken(list: string, token: string): boolean {
   for (const part of list.split(',')) if (part.trim().toLowerCase() === token) return true;
   return false;
+}
+
+// RFC 9110 tchar.
+const TCHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
+for (let c = 0x30; c <= 0x39; c++) TCHAR[c] = 1;
+for (let c = 0x41; c <= 0x5a; c++) TCHAR[c] = 1;
+for (let c = 0x61; c <= 0x7a; c++) TCHAR[c] = 1;
+
+/** Whether byte `c` may appear in an HTTP token (a method, a header name). */
+export function isTokenByte(c: number): boolean {
+  return c < 128 && TCHAR[c] === 1;
+}
+
+/** The HTTP/1.1 answer to a refused request: text body, `prx-err`, and the connection closes. */
+export function refusalResponse(err: PlaintextH1RefusalError): Buffer {
+  const body = `${err.message}\n`;
+  // A header value keeps to visible ASCII; the body has the message as it is.
+  const header = err.message.replace(/[^\x20-\x7e]/g, '?');
+  return Buffer.from(
+    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
+      'content-type: text/plain; charset=utf-8\r\n' +
+      `content-length: ${Buffer.byteLength(body)}\r\n` +
+      `prx-err: ${header}\r\n` +
+      'connection: close\r\n\r\n' +
+      body,
+    'utf8',
+  );
 }

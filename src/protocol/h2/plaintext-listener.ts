@@ -9,18 +9,20 @@
  */
 import * as net from 'node:net';
 import type { Http2Server } from 'node:http2';
-import { STATUS_CODES } from 'node:http';
-import { errorMessage, type PrxError } from '../../core/errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { parseRequestHead, RefusedRequestError } from '../http/h1/request-head.js';
 import {
   checkH2cUpgrade,
   H2_PREFACE,
+  isTokenByte,
   NotHttpError,
   PlaintextH1RefusalError,
   PlaintextHeadTimeoutError,
   PlaintextHeadTooLargeError,
   prefaceAndSettingsLength,
+  refusalResponse,
   stream1Frames,
+  SPEAKS_H2,
   SWITCHING_PROTOCOLS,
   type H2cUpgrade,
 } from './h2c-upgrade.js';
@@ -75,6 +77,8 @@ export class PlaintextH2Listener {
       server.once('error', reject);
       server.listen(port, ip, () => {
         server.off('error', reject);
+        // A failed accept (EMFILE...) costs that connection only; the listener goes on.
+        server.on('error', ignore);
         const a = server.address() as net.AddressInfo;
         resolve({ address: a.address, port: a.port });
       });
@@ -201,8 +205,10 @@ class SniffedConnection {
       upgrade = checkH2cUpgrade(head, this.#config.maxUpgradeBodyBytes);
       if (head.expectContinue && upgrade.bodyLength > 0) this.#socket.write(CONTINUE);
     } catch (e) {
-      // The head parser's refusals (400, 414, 417, 505...) keep their status and code.
-      if (e instanceof RefusedRequestError) throw new PlaintextH1RefusalError(e.code, e.status, e.message);
+      // The head parser's refusals (400, 414, 417, 505...) keep their status and code; a 505 says how to get in.
+      if (e instanceof RefusedRequestError) {
+        throw new PlaintextH1RefusalError(e.code, e.status, e.status === 505 ? `${SPEAKS_H2} (${e.message})` : e.message);
+      }
       throw e;
     }
     this.#stream1 = upgrade;
@@ -231,7 +237,7 @@ class SniffedConnection {
       if (this.#lineDone || c === 0x0d) continue;
       if (!this.#methodDone) {
         if (c === 0x20 && i > 0) this.#methodDone = true;
-        else if (!isTokenChar(c)) throw new NotHttpError(`byte 0x${hex(c)} in the method`);
+        else if (!isTokenByte(c)) throw new NotHttpError(`byte 0x${hex(c)} in the method`);
       } else if (c < 0x20 || c === 0x7f) {
         throw new NotHttpError(`control byte 0x${hex(c)} in the request line`);
       }
@@ -295,7 +301,7 @@ class SniffedConnection {
     const socket = this.#socket;
     if (socket.destroyed) return;
     this.#timer = setTimeout(() => socket.destroy(), REFUSE_GRACE_MS).unref();
-    socket.end(refusal(err));
+    socket.end(refusalResponse(err));
   }
 
   #peerEnded(): void {
@@ -315,6 +321,8 @@ class SniffedConnection {
   }
 }
 
+function ignore(): void {}
+
 function startsLikePreface(buf: Buffer, len: number): boolean {
   const n = Math.min(len, H2_PREFACE.length);
   return buf.compare(H2_PREFACE, 0, n, 0, n) === 0;
@@ -322,31 +330,4 @@ function startsLikePreface(buf: Buffer, len: number): boolean {
 
 function hex(c: number): string {
   return c.toString(16).padStart(2, '0');
-}
-
-// RFC 9110 tchar.
-const TCHAR = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~") TCHAR[c.charCodeAt(0)] = 1;
-for (let c = 0x30; c <= 0x39; c++) TCHAR[c] = 1;
-for (let c = 0x41; c <= 0x5a; c++) TCHAR[c] = 1;
-for (let c = 0x61; c <= 0x7a; c++) TCHAR[c] = 1;
-
-function isTokenChar(c: number): boolean {
-  return c < 128 && TCHAR[c] === 1;
-}
-
-/** The HTTP/1.1 answer to a refused request: text body, `prx-err`, and the connection closes. */
-function refusal(err: PrxError & { readonly status: number }): Buffer {
-  const body = `${err.message}\n`;
-  // A header value keeps to visible ASCII; the body has the message as it is.
-  const header = err.message.replace(/[^\x20-\x7e]/g, '?');
-  return Buffer.from(
-    `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n` +
-      'content-type: text/plain; charset=utf-8\r\n' +
-      `content-length: ${Buffer.byteLength(body)}\r\n` +
-      `prx-err: ${header}\r\n` +
-      'connection: close\r\n\r\n' +
-      body,
-    'utf8',
-  );
 }
