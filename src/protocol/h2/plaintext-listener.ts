@@ -195,7 +195,8 @@ class SniffedConnection {
     this.#scan(buf, from);
     const end = buf.indexOf(CRLF2, Math.max(0, from - 3));
     if (end < 0) {
-      if (buf.length > limit + 3) throw new PlaintextHeadTooLargeError(limit);
+      // No blank line yet: the head is longer than what is here.
+      if (buf.length >= limit) throw new PlaintextHeadTooLargeError(limit);
       return;
     }
     if (end + 4 > limit) throw new PlaintextHeadTooLargeError(limit);
