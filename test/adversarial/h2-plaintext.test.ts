@@ -45,6 +45,21 @@ describe('plaintext h2 listener: silent and departing clients', () => {
     });
   });
 
+  it('hands an upgraded client that goes on in HTTP/1.1 to the h2 server, which closes it (GOAWAY)', async () => {
+    await withListener({}, async ({ port, seen }) => {
+      const sock = net.connect(port, '127.0.0.1');
+      const upgrade = upgradeHead(`Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`);
+      sock.write(`${upgrade}GET /next HTTP/1.1\r\nHost: svc\r\n\r\n`);
+      const s = await closed(sock);
+      const text = s.data.toString('latin1');
+      assert.match(text, /^HTTP\/1\.1 101 /);
+      const frames = s.data.subarray(text.indexOf('\r\n\r\n') + 4);
+      // The server's SETTINGS, then a GOAWAY (type 7) with PROTOCOL_ERROR (1).
+      assert.ok(frames.includes(Buffer.from([0x07, 0x00, 0x00, 0x00, 0x00, 0x00])), `a GOAWAY: ${frames.toString('hex')}`);
+      assert.equal(seen.length, 0);
+    });
+  });
+
   it('closes the socket of a client that leaves mid-head, mid-body or before its preface', async () => {
     await withListener({}, async ({ port, sockets, seen }) => {
       const upgrade = `Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: ${GOOD_SETTINGS}\r\n`;

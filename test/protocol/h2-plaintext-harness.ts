@@ -17,6 +17,8 @@ export interface Seen {
   readonly body: string;
   readonly bodySha: string;
   readonly bodyBytes: number;
+  /** The client's address as the h2 server sees it (the real socket's, upgraded or not). */
+  readonly remote: string | undefined;
 }
 
 export interface Target {
@@ -60,6 +62,7 @@ export async function withListener(opts: Partial<PlaintextH2ListenerOptions>, fn
         body: body.length <= 4096 ? body.toString('latin1') : '',
         bodySha: sha(body),
         bodyBytes: body.length,
+        remote: stream.session?.socket.remoteAddress,
       };
       seen.push(rec);
       stream.respond({ ':status': 200, 'content-type': 'application/json' }, { waitForTrailers: true });

@@ -249,6 +249,7 @@ describe('plaintext h2 listener: Upgrade: h2c by hand', () => {
       const rec = JSON.parse(r1.body.toString()) as Seen;
       assert.equal(rec.stream, 1);
       assert.equal(rec.body, 'the body');
+      assert.equal(rec.remote, '127.0.0.1', 'the h2 server has the real socket');
       const h = seen[0]!.headers;
       assert.deepEqual([h[':method'], h[':scheme'], h[':authority'], h[':path']], ['POST', 'http', 'svc.example:4142', '/raw?q=1']);
       assert.equal(h['x-multi'], 'a, b');
