@@ -1,6 +1,8 @@
 // The h2 router's basic paths with node:http2 on both sides: routing by :authority, streaming
 // bodies and trailers both ways, and the answers to no route and unidentified streams.
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -100,5 +102,10 @@ describe('h2 router smoke', () => {
     const g = await request(rt.port, { ':method': 'POST', ':path': '/x.Y/Z', ':authority': 'none', 'content-type': 'application/grpc' }, Buffer.alloc(5));
     assert.equal(g.headers[':status'], 200);
     assert.equal(g.headers['grpc-status'], '14');
+  });
+
+  it('takes an HTTP/1.1 Upgrade: h2c request as stream 1 (curl --http2)', async () => {
+    const { stdout } = await promisify(execFile)('curl', ['-s', '--http2', '-H', 'Host: web', `http://127.0.0.1:${rt.port}/up`], { encoding: 'utf8', timeout: 10_000 });
+    assert.equal(stdout, 'GET /up ');
   });
 });

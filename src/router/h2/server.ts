@@ -1,6 +1,6 @@
 import * as http2 from 'node:http2';
-import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { PlaintextH2Listener } from '../../protocol/h2/plaintext-listener.js';
 import { GrpcStatusCounters, ResetCounters } from '../../protocol/h2/stats.js';
 import { grpcStatusOf } from '../../protocol/h2/client-protocol.js';
 import { readGrpcStatus } from '../../protocol/h2/grpc.js';
@@ -14,6 +14,10 @@ import type { ServerAddress } from '../core/types.js';
 import { H2Call, type H2ServerView } from './call.js';
 import type { H2ServerConfig } from './schema.js';
 import type { H2RouterHost } from './types.js';
+
+/** An `Upgrade: h2c` request's head and body limits (its body must fit the initial h2 window). */
+const UPGRADE_HEAD_BYTES = 16 * 1024;
+const UPGRADE_BODY_BYTES = 65_535;
 
 /** Per-server response stats, made once the server knows its address. */
 interface BoundStats {
@@ -34,7 +38,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
   readonly tls: boolean;
   readonly via: string;
   readonly #h2: http2.Http2Server | http2.Http2SecureServer;
-  readonly #listener: NetServer | http2.Http2SecureServer;
+  readonly #listener: PlaintextH2Listener | http2.Http2SecureServer;
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   #bound: BoundStats | undefined;
   #streams = 0;
@@ -54,10 +58,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     } else {
       const h2 = http2.createServer(options);
       this.#h2 = h2;
-      this.#listener = createNetServer((socket) => {
-        this.stats.track(socket);
-        h2.emit('connection', socket);
-      });
+      this.#listener = new PlaintextH2Listener(h2, { maxHeadBytes: UPGRADE_HEAD_BYTES, maxUpgradeBodyBytes: UPGRADE_BODY_BYTES, onSocket: (s) => this.stats.track(s) });
     }
     const h2 = this.#h2;
     h2.on('session', (s: http2.ServerHttp2Session) => {
@@ -71,14 +72,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
 
   async listen(ip: string, port: number): Promise<ServerAddress> {
     const l = this.#listener;
-    await new Promise<void>((resolve, reject) => {
-      l.once('error', reject);
-      l.listen(port, ip, () => {
-        l.off('error', reject);
-        resolve();
-      });
-    });
-    const a = l.address() as AddressInfo;
+    const a = l instanceof PlaintextH2Listener ? await l.listen(ip, port) : await listenSecure(l, ip, port);
     const scope = this.stats.bound(a.address, a.port);
     this.#bound = { statuses: new StatusCodeCounters(scope), grpc: new GrpcStatusCounters(scope), resets: new ResetCounters(scope) };
     scope.gauge(['streams'], () => this.#streams);
@@ -150,3 +144,13 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
 }
 
 function noop(): void {}
+
+function listenSecure(l: http2.Http2SecureServer, ip: string, port: number): Promise<AddressInfo> {
+  return new Promise<AddressInfo>((resolve, reject) => {
+    l.once('error', reject);
+    l.listen(port, ip, () => {
+      l.off('error', reject);
+      resolve(l.address() as AddressInfo);
+    });
+  });
+}
