@@ -5,17 +5,17 @@
  * response whose class is only known at its end is read ahead within the response buffer and the
  * classification timeout before the core classifies it.
  */
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { Readable } from 'node:stream';
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
 import type { ClientTlsSettings } from '../../service/tls-settings.js';
-import { StreamResetError } from './errors.js';
+import { FLAG_END_STREAM, H2Code, http2Module, StreamResetError } from './errors.js';
 import type { H2Classifier } from './classifiers.js';
 import { SESSION_OPTIONS } from './settings.js';
 
-const { NGHTTP2_CANCEL } = http2.constants;
+const NGHTTP2_CANCEL = H2Code.CANCEL;
 
 /** How a service classifies its responses and how much it may buffer for retries. */
 export interface H2Classification {
@@ -220,7 +220,7 @@ export class H2Exchange {
     this.status = Number(headers[':status']);
     this.headers = headers;
     // END_STREAM on the head: a response without body (gRPC trailers-only).
-    if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) this.ended = true;
+    if ((flags & FLAG_END_STREAM) !== 0) this.ended = true;
     const c = this.req.classification;
     if (c === undefined || !c.classifier.needsEnd || this.ended || this.req.body?.replayable === false) this.#succeed();
     else this.#readAhead(c);
@@ -335,7 +335,7 @@ export class H2Transport {
   #connect(): http2.ClientHttp2Session {
     const o = this.#opts;
     const tls = o.tls;
-    const session = http2.connect(this.#authority, {
+    const session = http2Module().connect(this.#authority, {
       settings: o.settings,
       ...SESSION_OPTIONS,
       ...(tls === undefined

@@ -23,6 +23,17 @@ export const H2Code = {
   HTTP_1_1_REQUIRED: 13,
 } as const;
 
+/** The END_STREAM flag of HEADERS and DATA frames (node hands frame flags to 'stream' and 'response'). */
+export const FLAG_END_STREAM = 0x1;
+
+/**
+ * node:http2, loaded when an h2 router or client is first built: it pulls in TLS and crypto, which
+ * a proxy with only http routers never loads (start-up time and memory).
+ */
+export function http2Module(): typeof import('node:http2') {
+  return process.getBuiltinModule('node:http2');
+}
+
 const CODE_NAMES: readonly string[] = Object.keys(H2Code);
 
 /** The RFC name of an error code (`REFUSED_STREAM`), or `0x<hex>` for one it does not define. */

@@ -1,10 +1,10 @@
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Dtab, Path } from '../../naming/index.js';
 import { h2EndClass } from '../../protocol/h2/client-protocol.js';
 import { H2RequestBody, type H2Exchange, type H2Request } from '../../protocol/h2/client-transport.js';
-import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
+import { FLAG_END_STREAM, H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { formatGrpcTimeout, isGrpcContentType, parseGrpcTimeout } from '../../protocol/h2/grpc.js';
 import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
 import { clearContext, combineDeadlines, deadlineAfter, epochNanos, readDeadlineHeaders, readDtabHeaders, writeDeadlineHeader, writeDtabHeader } from '../../protocol/http/headers/context.js';
@@ -20,7 +20,8 @@ import { answerFor, sendAnswer } from './respond.js';
 import type { H2PathService, H2RouterHost, H2Served } from './types.js';
 import type { H2ServerConfig } from './schema.js';
 
-const { NGHTTP2_FLAG_END_STREAM, NGHTTP2_CANCEL } = http2.constants;
+const NGHTTP2_FLAG_END_STREAM = FLAG_END_STREAM;
+const NGHTTP2_CANCEL = H2Code.CANCEL;
 
 /** What a stream needs of its server. */
 export interface H2ServerView {

@@ -1,11 +1,11 @@
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { PlaintextH2Listener } from '../../protocol/h2/plaintext-listener.js';
 import { GrpcStatusCounters, ResetCounters } from '../../protocol/h2/stats.js';
 import { grpcStatusOf } from '../../protocol/h2/client-protocol.js';
 import { readGrpcStatus } from '../../protocol/h2/grpc.js';
 import { nodeSettings, SESSION_OPTIONS } from '../../protocol/h2/settings.js';
-import { H2Code } from '../../protocol/h2/errors.js';
+import { H2Code, http2Module } from '../../protocol/h2/errors.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
 import type { ProtocolServer } from '../core/router-base.js';
@@ -51,12 +51,12 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     this.via = router.via.entry('h2');
     const options = { settings: nodeSettings(cfg), ...SESSION_OPTIONS };
     if (cfg.tls !== undefined) {
-      const secure = http2.createSecureServer({ ...options, ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'], allowHTTP1: false });
+      const secure = http2Module().createSecureServer({ ...options, ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'], allowHTTP1: false });
       secure.on('connection', (s: Socket) => this.stats.track(s));
       this.#h2 = secure;
       this.#listener = secure;
     } else {
-      const h2 = http2.createServer(options);
+      const h2 = http2Module().createServer(options);
       this.#h2 = h2;
       this.#listener = new PlaintextH2Listener(h2, { maxHeadBytes: UPGRADE_HEAD_BYTES, maxUpgradeBodyBytes: UPGRADE_BODY_BYTES, onSocket: (s) => this.stats.track(s) });
     }
