@@ -167,9 +167,9 @@ export class H2Call {
       down.respond(headers, { endStream: true });
       return;
     }
-    if (ex.ended && buffered === undefined && ex.trailers === undefined && up.readableLength === 0) {
-      // A head with END_STREAM (trailers-only gRPC): nothing follows; read the (empty) rest so the
-      // upstream stream completes.
+    if ((ex.ended && buffered === undefined && ex.trailers === undefined && up.readableLength === 0) || noContent(this.headers[':method'], ex.status)) {
+      // A head with END_STREAM (trailers-only gRPC), or a response that has no content (HEAD, 204,
+      // 304): nothing follows; read the (empty) rest so the upstream stream completes.
       down.respond(headers, { endStream: true });
       up.resume();
       return;
@@ -252,6 +252,11 @@ export class H2Call {
     this.#done = true;
     this.server.end(this, this.status, success);
   }
+}
+
+/** Responses that carry no content whatever their framing says (RFC 9110 §6.4.1). */
+function noContent(method: string | string[] | undefined, status: number): boolean {
+  return method === 'HEAD' || status === 204 || status === 304;
 }
 
 function noop(): void {}
