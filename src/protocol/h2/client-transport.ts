@@ -7,7 +7,9 @@
  */
 import type * as http2 from 'node:http2';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { Readable } from 'node:stream';
+import { connect as netConnect } from 'node:net';
+import type { Duplex, Readable } from 'node:stream';
+import type * as Tls from 'node:tls';
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
 import type { ClientTlsSettings } from '../../service/tls-settings.js';
@@ -141,6 +143,19 @@ export interface H2EndpointOptions {
   readonly lifeTimeMs: number | undefined;
   /** Streams beyond the peer's concurrency limit that may wait in the session (hostConnectionPool.maxWaiters). */
   readonly maxWaiters: number;
+}
+
+/**
+ * The session's connection, without Nagle's delay: HTTP/2 frames are small and interleaved, and a
+ * held frame (waiting for the peer's delayed ACK) stalls every stream behind it. TLS options (ALPN
+ * `h2`, CA, servername) come from the session's connect options.
+ */
+function connectNoDelay(url: URL, opts: http2.SessionOptions): Duplex {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(url.port);
+  if (url.protocol === 'http:') return netConnect({ host, port, noDelay: true });
+  const tls: typeof Tls = process.getBuiltinModule('node:tls');
+  return tls.connect({ ...opts, host, port, noDelay: true } as Tls.ConnectionOptions);
 }
 
 /** One attempt: an upstream stream and what it answered. */
@@ -338,6 +353,8 @@ export class H2Transport {
     const session = http2Module().connect(this.#authority, {
       settings: o.settings,
       ...SESSION_OPTIONS,
+      // No Nagle delay: small interleaved frames would wait for the peer's delayed ACK.
+      createConnection: connectNoDelay,
       ...(tls === undefined
         ? {}
         : {

@@ -68,7 +68,8 @@ export class PlaintextH2Listener {
       headTimeoutMs: opts.headTimeoutMs ?? DEFAULT_HEAD_TIMEOUT_MS,
     };
     this.#onSocket = opts.onSocket;
-    this.#server = net.createServer((socket) => this.#accept(socket));
+    // No Nagle delay: HTTP/2 frames are small and interleaved; a held frame stalls every stream behind it.
+    this.#server = net.createServer({ noDelay: true }, (socket) => this.#accept(socket));
   }
 
   listen(ip: string, port: number): Promise<{ address: string; port: number }> {

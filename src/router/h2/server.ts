@@ -51,7 +51,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     this.via = router.via.entry('h2');
     const options = { settings: nodeSettings(cfg), ...SESSION_OPTIONS };
     if (cfg.tls !== undefined) {
-      const secure = http2Module().createSecureServer({ ...options, ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'], allowHTTP1: false });
+      const secure = http2Module().createSecureServer({ ...options, ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'], allowHTTP1: false, noDelay: true });
       secure.on('connection', (s: Socket) => this.stats.track(s));
       this.#h2 = secure;
       this.#listener = secure;
