@@ -91,9 +91,12 @@ export class RawH2Connection {
     for (const w of ws) w();
   }
 
-  /** Sends a HEADERS frame (END_HEADERS; END_STREAM unless `open`). */
-  headers(streamId: number, headers: readonly (readonly [string, string])[], open = false): void {
-    if (!this.#settled) throw new Error('send after `ready`');
+  /**
+   * Sends a HEADERS frame (END_HEADERS; END_STREAM unless `open`). Before `ready` only when `early`:
+   * the peer then gets the stream before our ACK of its SETTINGS (its limits are still pending).
+   */
+  headers(streamId: number, headers: readonly (readonly [string, string])[], open = false, early = false): void {
+    if (!this.#settled && !early) throw new Error('send after `ready`, or say `early`');
     this.socket.write(frame(FrameType.HEADERS, END_HEADERS | (open ? 0 : END_STREAM), streamId, headerBlock(headers)));
   }
 

@@ -10,6 +10,7 @@ import { createServer as createTcpServer, connect, type AddressInfo, type Server
 import * as grpc from '@grpc/grpc-js';
 import pino, { type Logger } from 'pino';
 import { lookupKind, validateProxyConfig } from '../../../src/config/index.js';
+import { dnsResolver } from '../../../src/namer/dns.js';
 import { SystemNamer, type MountedNamer } from '../../../src/naming/index.js';
 import type { RouterContext, RunningRouter } from '../../../src/router/core/types.js';
 import { MetricsRegistry } from '../../../src/service/stats/index.js';
@@ -39,7 +40,7 @@ export async function startH2Router(routerCfg: Record<string, unknown>, opts: { 
   const servers = (routerCfg['servers'] as Record<string, unknown>[] | undefined) ?? [{}];
   const withPorts = await Promise.all(servers.map(async (s) => ({ port: await freePort(), ...s })));
   const registry = new MetricsRegistry();
-  if (DIRECT) return directPipe(String(routerCfg['dtab'] ?? ''), registry);
+  if (DIRECT) return directPipe(typeof routerCfg['dtab'] === 'string' ? routerCfg['dtab'] : '', registry);
   await import('../../../src/router/h2/index.js');
   const cfg = validateProxyConfig({ routers: [{ protocol: 'h2', ...routerCfg, servers: withPorts }] });
   const def = lookupKind('protocol', 'h2');
@@ -47,7 +48,8 @@ export async function startH2Router(routerCfg: Record<string, unknown>, opts: { 
   const ctx: RouterContext = {
     stats: registry.stats,
     namers: opts.namers ?? [],
-    system: new SystemNamer(),
+    // As the proxy process builds it: `/$/inet/127.1/<port>` resolves like any host name.
+    system: new SystemNamer({ resolveHost: dnsResolver() }),
     tracer: nullTracer,
     log: opts.log ?? pino({ level: process.env['PRX_TEST_LOG'] ?? 'silent' }),
   };
@@ -283,7 +285,7 @@ export function collect(stream: http2.ClientHttp2Stream): Promise<H2Exchange> {
     let trailers: http2.IncomingHttpHeaders | undefined;
     const chunks: Buffer[] = [];
     stream.on('response', (h) => (head = h));
-    stream.on('trailers', (t) => (trailers = t));
+    stream.on('trailers', (t: http2.IncomingHttpHeaders) => (trailers = t));
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('error', () => {});
     stream.on('close', () => resolve({ headers: head, body: Buffer.concat(chunks), trailers, rstCode: stream.rstCode ?? 0 }));
