@@ -6,6 +6,7 @@
 
 // Protocols.
 import '../router/http/index.js';
+import '../router/h2/index.js';
 
 // Namers.
 import '../namer/fs.js';
@@ -20,6 +21,9 @@ import '../interpreter/index.js';
 import '../protocol/http/identifiers/index.js';
 import '../protocol/http/classifiers.js';
 import '../protocol/http/headers/trace-propagator.js';
+
+// h2's gRPC response classifiers (io.prx.h2.grpc.*).
+import '../protocol/h2/classifiers.js';
 
 // Client policy: load balancers, failure accrual, client TLS.
 import '../service/balancer/index.js';

@@ -9,6 +9,7 @@ export type Family =
   | 'protocol'
   | 'namer'
   | 'identifier'
+  | 'h2Identifier'
   | 'interpreter'
   | 'transformer'
   | 'responseClassifier'

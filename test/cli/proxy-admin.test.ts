@@ -181,7 +181,7 @@ describe('proxy process: admin wiring', () => {
     const { registry } = (await getJson(`${s.admin}/admin/registry.json`)).body as {
       registry: { kinds: Record<string, string[]>; routers: Record<string, { servers: { port: number }[]; dtab: string }> };
     };
-    assert.deepEqual(registry.kinds['protocol'], ['http', 'test']);
+    assert.deepEqual(registry.kinds['protocol'], ['h2', 'http', 'test']);
     assert.ok(registry.kinds['namer']?.includes('io.prx.fs'));
     assert.equal(registry.routers['web']?.servers[0]?.port, routerPort(s.proxy, 'web'));
     assert.equal(registry.routers['web']?.dtab, '/svc=>/#/io.prx.fs;/orphan=>/$/nil');

@@ -8,6 +8,7 @@ const FAMILIES: Readonly<Record<Family, true>> = {
   logger: true,
   namer: true,
   identifier: true,
+  h2Identifier: true,
   interpreter: true,
   transformer: true,
   responseClassifier: true,

@@ -21,7 +21,7 @@
  */
 import { z } from 'zod';
 import { BugError, PrxError } from '../../core/errors.js';
-import { type KindConfig, kindShape, kindSlot, lookupKind, registerKind, validate } from '../../config/index.js';
+import { type KindConfig, addIssue, kindShape, kindSlot, kindsOf, lookupKind, registerKind, validate } from '../../config/index.js';
 import { isRetryableFailure, type ResponseClass } from '../../service/classifier.js';
 
 /** One finished request attempt, as classifiers see it. */
@@ -179,7 +179,34 @@ export class ClassifierProtocolMismatchError extends PrxError {
 }
 
 const classifierSlot = kindSlot('responseClassifier');
+const OTHER: Readonly<Record<ClassifierProtocol, ClassifierProtocol>> = { http: 'h2', h2: 'http' };
 const OTHER_PREFIX: Readonly<Record<ClassifierProtocol, string>> = { http: 'io.prx.h2.', h2: 'io.prx.http.' };
+
+/**
+ * A refinement of a validated `responseClassifier` object refusing the other protocol's kinds
+ * (`io.prx.h2.*`, gRPC ones included, on an http router; `io.prx.http.*` on an h2 one) at its `kind`
+ * key, listing the kinds that fit. Without it such a config passes and fails every request.
+ */
+export function classifierFamilyCheck(protocol: ClassifierProtocol): (cfg: KindConfig, ctx: z.core.$RefinementCtx<KindConfig>) => void {
+  const other = OTHER[protocol];
+  const otherPrefix = OTHER_PREFIX[protocol];
+  return (cfg, ctx) => {
+    if (!cfg.kind.startsWith(otherPrefix)) return;
+    const own = kindsOf('responseClassifier').filter((k) => k.startsWith(`io.prx.${protocol}.`));
+    addIssue(ctx, ['kind'], `an ${other} response classifier cannot classify ${protocol} responses (${protocol} kinds: ${own.join(', ')})`, {
+      value: cfg.kind,
+    });
+  };
+}
+
+/**
+ * A router's `responseClassifier` slot for `protocol`: any registered kind but the other protocol's
+ * ({@link classifierFamilyCheck}). A router schema overrides the common slot with it:
+ * `servicePolicy({ responseClassifier: responseClassifierSlot('h2').optional(), ... })`.
+ */
+export function responseClassifierSlot(protocol: ClassifierProtocol): z.ZodType<KindConfig> {
+  return kindSlot('responseClassifier').superRefine(classifierFamilyCheck(protocol));
+}
 
 // Built classifiers per config object: services resolved for many names share their policy's
 // config object, and classifiers are stateless, so each config is validated and built once.

@@ -241,19 +241,17 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
   record(attempt: Attempt<Req, Ex>, service: string, cls: ResponseClass): void {
     const success = cls === 'success';
     const latency = performance.now() - attempt.started;
-    const c = this.#counters;
-    c.requests.incr();
-    (success ? c.success : c.failures).incr();
-    c.latency.add(latency);
-    const s = this.#serviceCounters(service);
-    s.requests.incr();
-    (success ? s.success : s.failures).incr();
-    if (!success) {
-      c.failureClasses.recordSynthetic();
-      s.failureClasses.recordSynthetic();
-    }
-    s.latency.add(latency);
     const ex = attempt.exchange;
+    if (success && !ex.finished && this.#protocol.classifiesAtEnd === true) {
+      // Counted when it ends, in its final class (#outcome).
+      ex.pendingService = service;
+      ex.outcomePending = true;
+      ex.headClass = cls;
+      this.#responseStats.record(ex);
+      this.#balancer.observe(attempt.endpoint, latency, false);
+      return;
+    }
+    this.#count(service, success, latency);
     this.#responseStats.record(ex);
     if (success && !ex.finished) {
       // The response still streams: failure accrual hears of its outcome once it has ended
@@ -267,12 +265,38 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
     this.recordOutcome(attempt.endpoint, success, latency);
   }
 
+  /** The client's and the service's request/success/failure counters and latency. */
+  #count(service: string, success: boolean, latency: number): void {
+    const c = this.#counters;
+    c.requests.incr();
+    (success ? c.success : c.failures).incr();
+    c.latency.add(latency);
+    const s = this.#serviceCounters(service);
+    s.requests.incr();
+    (success ? s.success : s.failures).incr();
+    if (!success) {
+      c.failureClasses.recordSynthetic();
+      s.failureClasses.recordSynthetic();
+    }
+    s.latency.add(latency);
+  }
+
+  /** Counters deferred to the end of the exchange (classifiesAtEnd), now in its final class. */
+  #countDeferred(attempt: { readonly exchange: Ex; readonly started: number } | Ex, success: boolean): void {
+    const ex = 'exchange' in attempt ? attempt.exchange : attempt;
+    const service = ex.pendingService;
+    if (service === undefined) return;
+    ex.pendingService = undefined;
+    this.#count(service, success, 'started' in attempt ? performance.now() - attempt.started : 0);
+  }
+
   /**
    * The body of a response counted at its head failed on the endpoint's side (a framing error, a
    * connection cut mid-body): a failure against the endpoint, as Finagle counts a codec failure.
    */
   recordBodyFailure(attempt: Attempt<Req, Ex>): void {
     attempt.exchange.outcomePending = false;
+    this.#countDeferred(attempt, false);
     this.#accrue(attempt.endpoint, false);
     this.#balancer.observe(attempt.endpoint, performance.now() - attempt.started, true);
     this.#leaveProbationIfDown(attempt.endpoint);
@@ -280,7 +304,15 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
 
   /** A streamed response whose outcome was pending has ended: its final class (the protocol's, or the head's). */
   readonly #outcome = (endpoint: Endpoint<Req, Ex>, ex: Ex): void => {
+    if (ex.error !== undefined) {
+      // Ended for a reason that is not the endpoint's (the client left, its head could not be
+      // written; the endpoint's own body failures are recorded before this): ignored by accrual.
+      endpoint.accrual.recordIgnored();
+      this.#countDeferred(ex, false);
+      return;
+    }
     const success = (this.#protocol.endClass(ex) ?? ex.headClass) === 'success';
+    this.#countDeferred(ex, success);
     this.#accrue(endpoint, success);
     if (!success) {
       this.#balancer.observe(endpoint, 0, true);

@@ -28,10 +28,9 @@ export class Endpoint<Req, Ex extends Exchange> implements BalancerNode {
     this.load--;
     if (!ex.outcomePending) return;
     ex.outcomePending = false;
-    // An exchange that ended for a reason that is not the endpoint's (the client left, its head
-    // could not be written; the endpoint's own body failures are recorded before this) is ignored,
-    // which still releases a probe it held: a probing endpoint would otherwise wait forever.
-    if (ex.error === undefined && this.#onOutcome !== undefined) this.#onOutcome(this, ex);
+    // The client decides (an exchange that ended for a reason that is not the endpoint's is
+    // ignored by accrual, which still releases a probe it held).
+    if (this.#onOutcome !== undefined) this.#onOutcome(this, ex);
     else this.accrual.recordIgnored();
   };
 

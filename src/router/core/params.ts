@@ -74,11 +74,14 @@ export class RouterPolicies {
     };
   }
 
-  /** The service parameters of `dst`; `classifier` builds the protocol's classifier from `responseClassifier`. */
-  service<C>(dst: string, classifier: (cfg: KindConfig | undefined) => C): ServiceParams<C> {
+  /**
+   * The service parameters of `dst`; `classifier` builds the protocol's classifier from
+   * `responseClassifier` and the protocol's own service keys (h2's retry buffers).
+   */
+  service<C>(dst: string, classifier: (cfg: KindConfig | undefined, params: Readonly<Record<string, unknown>>) => C): ServiceParams<C> {
     const { params: p } = this.#services.resolve(readPath(dst));
     return {
-      classifier: classifier(p.responseClassifier),
+      classifier: classifier(p.responseClassifier, p as unknown as Readonly<Record<string, unknown>>),
       budget: p.retries.budget,
       backoff: p.retries.backoff === undefined ? undefined : backoffFromConfig(p.retries.backoff),
       totalTimeoutMs: p.totalTimeoutMs,

@@ -96,6 +96,11 @@ export class PathService<Req, Ex extends Exchange, Classifier = unknown> impleme
     s.gauge(['retries', 'budget'], () => this.#budget.balance);
   }
 
+  /** The service's classifier (a protocol may read its buffering limits before sending). */
+  get classifier(): Classifier {
+    return this.#params.classifier;
+  }
+
   /**
    * Sends `out` until a response is accepted (or retries run out). `bindDeadline` bounds the wait
    * for a pending binding; `started` (performance.now()) starts the total timeout.

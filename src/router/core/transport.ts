@@ -24,6 +24,11 @@ export interface Exchange {
   outcomePending: boolean;
   /** The class decided at the head; the end-of-stream class may override it. */
   headClass: ResponseClass | undefined;
+  /**
+   * With a protocol that {@link ClientProtocol.classifiesAtEnd}: the logical name whose client
+   * counters wait for the exchange's end (set by the core).
+   */
+  pendingService?: string | undefined;
   /** Stops the exchange (timeout, the caller left): frees its connection or stream. */
   abort(err: Error): void;
   /** Releases a response about to be retried (its body is drained or dropped). */
@@ -49,6 +54,11 @@ export interface Transport<Req, Ex extends Exchange> {
 
 /** What the core asks a protocol about its requests, responses and failures (client side). */
 export interface ClientProtocol<Req, Ex extends Exchange, TransportOpts, Classifier> {
+  /**
+   * Whether a response's final class may only be known at its end (gRPC status in trailers): the
+   * client's request/success/failure counters then wait for the end of streamed responses.
+   */
+  readonly classifiesAtEnd?: boolean;
   /** The transport of one endpoint. */
   transport(address: Address, opts: TransportOpts): Transport<Req, Ex>;
   /** Whether the request can be sent again (no body, a buffered one, a stream not yet read). */

@@ -17,6 +17,7 @@ import {
   durationMs,
 } from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
+import { responseClassifierSlot } from '../../protocol/http/classifiers.js';
 import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';
 
 // The `http` router's config: the common router keys plus the http parameters of the spec.
@@ -57,7 +58,8 @@ export const httpRouterSchema = z.strictObject({
   servers: serverList(httpServerSchema),
   // responseIdleTimeoutMs: a due response may go this long without an upstream byte (502, or a cut once it streams); 0: no limit.
   client: clientPolicy({ engine: engine.optional(), responseIdleTimeoutMs: durationMs.optional() }),
-  service: servicePolicy(),
+  // io.prx.h2.* classifiers are refused here, at their key path (they would fail every request).
+  service: servicePolicy({ responseClassifier: responseClassifierSlot('http').optional() }),
   identifier: oneOrMany(kindSlot('identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
   tracePropagator: kindSlot('tracePropagator', { default: { kind: 'io.prx.default' } }),

@@ -1,0 +1,262 @@
+import type * as http2 from 'node:http2';
+import type { IncomingHttpHeaders } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import type { Dtab, Path } from '../../naming/index.js';
+import { h2EndClass } from '../../protocol/h2/client-protocol.js';
+import { H2RequestBody, type H2Exchange, type H2Request } from '../../protocol/h2/client-transport.js';
+import { FLAG_END_STREAM, H2Code, StreamResetError } from '../../protocol/h2/errors.js';
+import { formatGrpcTimeout, isGrpcContentType, parseGrpcTimeout } from '../../protocol/h2/grpc.js';
+import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
+import { clearContext, combineDeadlines, deadlineAfter, epochNanos, readDeadlineHeaders, readDtabHeaders, writeDeadlineHeader, writeDtabHeader } from '../../protocol/http/headers/context.js';
+import { clearResponseContext } from '../../protocol/http/headers/error-response.js';
+import { MaxConcurrentRequestsError, RoutingLoopError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
+import { appendVia, checkCallDepth } from '../../protocol/http/headers/via.js';
+import type { ResponseClass } from '../../service/classifier.js';
+import { RequestCancelledError } from '../../service/failures.js';
+import type { TraceId } from '../../service/tracing.js';
+import type { Lease } from '../core/cache.js';
+import { AttemptHandle } from '../core/transport.js';
+import { answerFor, sendAnswer } from './respond.js';
+import type { H2PathService, H2RouterHost, H2Served } from './types.js';
+import type { H2ServerConfig } from './schema.js';
+
+const NGHTTP2_FLAG_END_STREAM = FLAG_END_STREAM;
+const NGHTTP2_CANCEL = H2Code.CANCEL;
+
+/** What a stream needs of its server. */
+export interface H2ServerView {
+  readonly router: H2RouterHost;
+  readonly cfg: H2ServerConfig;
+  readonly tls: boolean;
+  readonly via: string;
+  /** The stream is over (once): stats, access log. */
+  end(call: H2Call, status: number, success: boolean): void;
+}
+
+/**
+ * One inbound stream through the router: context headers, identification, routing through the
+ * path cache, then the upstream response streamed back (head, body, trailers) or the failure
+ * answered in h2's (or gRPC's) terms. A reset or departure on either side reaches the other.
+ */
+export class H2Call {
+  readonly started = performance.now();
+  readonly stream: http2.ServerHttp2Stream;
+  readonly headers: IncomingHttpHeaders;
+  readonly grpc: boolean;
+  readonly server: H2ServerView;
+  readonly bindDeadline: number;
+  readonly handle = new AttemptHandle();
+  readonly #hasBody: boolean;
+  dst: Path | undefined;
+  localDtab: Dtab | undefined;
+  traceId: TraceId | undefined;
+  served: H2Served | undefined;
+  service: H2PathService | undefined;
+  /** The status sent downstream (0: none, or a reset). */
+  status = 0;
+  /** The final class of a forwarded response. */
+  #class: ResponseClass | undefined;
+  #lease: Lease<H2PathService> | undefined;
+  #body: H2RequestBody | null = null;
+  #done = false;
+
+  constructor(server: H2ServerView, stream: http2.ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) {
+    this.server = server;
+    this.stream = stream;
+    this.headers = headers;
+    this.grpc = isGrpcContentType(headers['content-type']);
+    this.#hasBody = (flags & NGHTTP2_FLAG_END_STREAM) === 0;
+    this.bindDeadline = Date.now() + server.router.bindingTimeoutMs;
+    // Errors surface through 'close' and rstCode; an 'error' listener keeps them from being thrown.
+    stream.on('error', noop);
+    stream.once('close', () => this.#closed());
+  }
+
+  /** Routes the stream; never throws (failures are answered on the stream). */
+  async serve(overloaded: boolean): Promise<void> {
+    try {
+      if (overloaded) throw new MaxConcurrentRequestsError();
+      const req = this.#inbound();
+      const lease = (this.#lease = this.server.router.pathService(this.dst as Path, this.localDtab as Dtab));
+      const svc = (this.service = lease.value);
+      const c = svc.classifier;
+      req.classification = c;
+      if (this.#hasBody) {
+        const te = this.headers['te'];
+        this.#body = new H2RequestBody(this.stream, c.requestBytes, typeof te === 'string' && te.includes('trailers'));
+      }
+      (req as { body: H2RequestBody | null }).body = this.#body;
+      if (this.handle.cancelled !== undefined) throw this.handle.cancelled;
+      const served = await svc.serve(req, this.handle, this.bindDeadline, this.started);
+      this.served = served;
+      this.#forward(served);
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  /** Reads and rewrites the request's context headers and names it; throws what cannot go on. */
+  #inbound(): H2Request {
+    const h = this.headers;
+    const server = this.server;
+    const router = server.router;
+    if (server.cfg.clearContext) clearContext(h);
+    checkCallDepth(h);
+    const localDtab = readDtabHeaders(h);
+    this.localDtab = localDtab;
+    this.#deadline(h);
+    const method = (h[':method']) ?? 'GET';
+    const path = (h[':path']) ?? '/';
+    const id = router.identifier.identify({ method, url: path, httpVersion: '2.0', headers: h });
+    if (id.kind === 'unidentified') {
+      const socket = this.stream.session?.socket;
+      throw new UnknownDestinationError({ method, uri: path, remoteAddress: socket?.remoteAddress, remotePort: socket?.remotePort }, id.reason);
+    }
+    if (router.via.seenInHeaders(h)) throw new RoutingLoopError(id.dst.show, router.label, router.via.token);
+    this.dst = id.dst;
+    if (id.url !== undefined) h[':path'] = id.url;
+    h['prx-dst-service'] = id.dst.show;
+    writeDtabHeader(h, localDtab);
+    appendVia(h, server.via);
+    this.traceId = router.trace(h);
+    return { method, headers: h, body: null, classification: undefined, clientCert: this.#clientCert() };
+  }
+
+  /**
+   * `prx-ctx-deadline` and `grpc-timeout` are the same deadline in two forms: the stricter of the
+   * two travels on in both (gRPC's only on gRPC requests).
+   */
+  #deadline(h: IncomingHttpHeaders): void {
+    let d = readDeadlineHeaders(h);
+    const timeout = h['grpc-timeout'];
+    const ms = typeof timeout === 'string' ? parseGrpcTimeout(timeout) : undefined;
+    if (ms !== undefined) {
+      const g = deadlineAfter(ms);
+      d = d === undefined ? g : combineDeadlines(d, g);
+    }
+    writeDeadlineHeader(h, d);
+    if (d !== undefined && this.grpc) {
+      const left = Number(d.deadlineNanos - epochNanos()) / 1e6;
+      h['grpc-timeout'] = formatGrpcTimeout(Math.max(0, left));
+    }
+  }
+
+  /** The `x-forwarded-client-cert` value of a TLS client's certificate, when it sent one. */
+  #clientCert(): string | undefined {
+    if (!this.server.tls) return undefined;
+    const socket = this.stream.session?.socket as TLSSocket | undefined;
+    const cert = socket?.getPeerCertificate?.(false);
+    const raw = cert === undefined || cert === null ? undefined : (cert as { raw?: Buffer }).raw;
+    return raw === undefined ? undefined : clientCertHeaderValue(raw);
+  }
+
+  /** Writes the upstream response head, then its body and trailers, as they come. */
+  #forward(served: H2Served): void {
+    const ex = served.attempt.exchange;
+    const up = ex.stream as http2.ClientHttp2Stream;
+    const down = this.stream;
+    if (down.destroyed || down.closed) {
+      ex.abort(new RequestCancelledError());
+      return;
+    }
+    const headers = this.#responseHeaders(ex);
+    this.status = ex.status;
+    up.once('close', () => this.#upstreamClosed(served));
+    const buffered = ex.buffered;
+    if (ex.ended && up.readableEnded && (buffered === undefined || buffered.length === 0) && ex.trailers === undefined) {
+      down.respond(headers, { endStream: true });
+      return;
+    }
+    if ((ex.ended && buffered === undefined && ex.trailers === undefined && up.readableLength === 0) || noContent(this.headers[':method'], ex.status)) {
+      // A head with END_STREAM (trailers-only gRPC), or a response that has no content (HEAD, 204,
+      // 304): nothing follows; read the (empty) rest so the upstream stream completes.
+      down.respond(headers, { endStream: true });
+      up.resume();
+      return;
+    }
+    down.respond(headers, { waitForTrailers: true });
+    down.once('wantTrailers', () => {
+      if (!down.destroyed) down.sendTrailers(this.#responseTrailers(ex));
+    });
+    if (buffered !== undefined) for (const chunk of buffered) down.write(chunk);
+    if (up.readableEnded) down.end();
+    else up.pipe(down);
+  }
+
+  #responseHeaders(ex: H2Exchange): http2.OutgoingHttpHeaders {
+    const out = ex.headers as http2.OutgoingHttpHeaders;
+    appendVia(out as Record<string, string | string[] | undefined>, this.server.via);
+    if (this.server.cfg.clearContext) clearResponseContext(out as Record<string, string | string[] | undefined>);
+    return out;
+  }
+
+  #responseTrailers(ex: H2Exchange): http2.OutgoingHttpHeaders {
+    const t = ex.trailers;
+    if (t === undefined) return {};
+    if (this.server.cfg.clearContext) for (const k in t) if (k.startsWith('prx-')) delete t[k];
+    return t;
+  }
+
+  /**
+   * The upstream stream is over. Broken before its end (a reset, a lost session): the endpoint is
+   * charged, and the client's stream is reset with the upstream's code (INTERNAL_ERROR when there is none).
+   */
+  #upstreamClosed(served: H2Served): void {
+    const ex = served.attempt.exchange;
+    this.#body?.drain();
+    if (ex.ended) return;
+    const err = ex.error;
+    if (err instanceof StreamResetError && err.by === 'downstream') return;
+    if (this.handle.cancelled !== undefined) return;
+    served.client.recordBodyFailure(served.attempt);
+    const down = this.stream;
+    if (!down.destroyed && !down.closed) down.close(err instanceof StreamResetError && err.h2Code !== H2Code.NO_ERROR ? err.h2Code : H2Code.INTERNAL_ERROR);
+  }
+
+  #fail(err: unknown): void {
+    const router = this.server.router;
+    const answer = answerFor(err, { grpc: this.grpc, dst: this.dst?.show, baseDtab: router.baseDtab, localDtab: this.localDtab });
+    if (answer.kind !== 'reset' || (err instanceof Error && !(err instanceof StreamResetError))) {
+      router.log.debug({ err: err instanceof Error ? err.message : String(err), dst: this.dst?.show }, 'h2 request failed');
+    }
+    this.#body?.drain();
+    this.status = sendAnswer(this.stream, answer, this.server.cfg.clearContext, 8192);
+  }
+
+  /** The downstream stream closed: stop upstream work if it is still going, then complete. */
+  #closed(): void {
+    const down = this.stream;
+    const served = this.served;
+    const ex = served?.attempt.exchange;
+    const reset = down.rstCode !== undefined && down.rstCode !== H2Code.NO_ERROR;
+    if (ex === undefined || !ex.finished) {
+      // The client left (or reset) before the exchange ended: cancel upstream (no further attempt).
+      const cancel = reset ? new StreamResetError(down.rstCode, 'downstream') : new RequestCancelledError();
+      if (ex === undefined || reset || !down.writableFinished) this.handle.abort(cancel, true);
+      if (ex?.stream !== undefined && !ex.stream.destroyed && reset) ex.stream.close(NGHTTP2_CANCEL);
+    }
+    let success = false;
+    if (served !== undefined) {
+      const protocolClass = ex === undefined ? undefined : h2EndClass(ex);
+      this.#class = protocolClass ?? served.responseClass;
+      success = this.#class === 'success' && !reset;
+      this.service?.record(success, performance.now() - this.started);
+    }
+    this.#lease?.release();
+    this.#lease = undefined;
+    this.#finish(success);
+  }
+
+  #finish(success: boolean): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.server.end(this, this.status, success);
+  }
+}
+
+/** Responses that carry no content whatever their framing says (RFC 9110 §6.4.1). */
+function noContent(method: string | string[] | undefined, status: number): boolean {
+  return method === 'HEAD' || status === 204 || status === 304;
+}
+
+function noop(): void {}

@@ -1,0 +1,105 @@
+/**
+ * How the h2 router answers a failure on a stream, in h2's terms (reference §2.2): a response with
+ * `prx-err` where Linkerd gives one (no route, connection failed, bad request context), a reset
+ * otherwise; and for gRPC requests a trailers-only response with a real gRPC status instead, so
+ * gRPC clients see UNAVAILABLE, DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED rather than a bare reset.
+ */
+import type * as http2 from 'node:http2';
+import { Dtab } from '../../naming/index.js';
+import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
+import { GrpcStatus, grpcErrorHeaders } from '../../protocol/h2/grpc.js';
+import { errorHeaderValue, renderError } from '../../protocol/http/headers/error-response.js';
+import { DynBoundTimeoutError, InvalidDtabHeaderError, ProxyError, RichConnectionFailedError, RichNoBrokersAvailableError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
+import { BindingFailedError, BindingTimeoutError, ConnectionFailedError, FailureFlag, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
+import { requestDtabFailure } from '../core/binding.js';
+
+/** What a failed stream gets. */
+export type H2Answer =
+  | { readonly kind: 'response'; readonly status: number; readonly headers: Record<string, string>; readonly body: Buffer }
+  | { readonly kind: 'grpc'; readonly status: number; readonly message: string }
+  | { readonly kind: 'reset'; readonly code: number };
+
+/** The request a failure happened on, as far as the answer depends on it. */
+export interface FailedRequest {
+  readonly grpc: boolean;
+  readonly dst: string | undefined;
+  readonly baseDtab: Dtab;
+  readonly localDtab: Dtab | undefined;
+}
+
+/** Linkerd's rich texts for the failures that become responses. */
+function enriched(err: unknown, r: FailedRequest): unknown {
+  const service = r.dst ?? 'unknown';
+  if (err instanceof NoBrokersAvailableError) return new RichNoBrokersAvailableError({ service, baseDtab: r.baseDtab, overrideDtab: r.localDtab ?? Dtab.empty });
+  if (err instanceof ConnectionFailedError) {
+    return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
+  }
+  if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  const budget = requestDtabFailure(err, r.localDtab);
+  if (budget !== undefined) return new InvalidDtabHeaderError(budget.message, { cause: budget });
+  return err;
+}
+
+/** The answer to a failure of request `r`. */
+export function answerFor(err: unknown, r: FailedRequest): H2Answer {
+  const e = enriched(err, r);
+  if (r.grpc) return { kind: 'grpc', status: grpcStatusFor(e), message: e instanceof Error ? e.message : String(e) };
+  if (e instanceof StreamResetError) return { kind: 'reset', code: e.by === 'upstream' ? e.h2Code : H2Code.CANCEL };
+  if (e instanceof UnknownDestinationError) return { kind: 'reset', code: H2Code.REFUSED_STREAM };
+  if (e instanceof RichNoBrokersAvailableError || e instanceof RichConnectionFailedError || (e instanceof ProxyError && e.status < 500)) {
+    const r = renderError(e);
+    return { kind: 'response', status: r.status, headers: r.headers, body: r.body };
+  }
+  if (e instanceof RouterFailure) {
+    if (e.is(FailureFlag.Interrupted)) return { kind: 'reset', code: H2Code.CANCEL };
+    if (e.is(FailureFlag.Rejected)) return { kind: 'reset', code: H2Code.REFUSED_STREAM };
+  }
+  if (e instanceof ProxyError && e.retryable) return { kind: 'reset', code: H2Code.REFUSED_STREAM };
+  return { kind: 'reset', code: H2Code.INTERNAL_ERROR };
+}
+
+/** The gRPC status of a proxy failure. */
+function grpcStatusFor(e: unknown): number {
+  if (e instanceof StreamResetError) return e.h2Code === H2Code.CANCEL ? GrpcStatus.CANCELLED : GrpcStatus.UNAVAILABLE;
+  if (e instanceof RouterFailure) {
+    if (e.is(FailureFlag.Timeout)) return GrpcStatus.DEADLINE_EXCEEDED;
+    if (e.is(FailureFlag.Rejected)) return GrpcStatus.RESOURCE_EXHAUSTED;
+    if (e.is(FailureFlag.Interrupted)) return GrpcStatus.CANCELLED;
+    return GrpcStatus.UNAVAILABLE;
+  }
+  if (e instanceof BindingFailedError || e instanceof UnknownDestinationError) return GrpcStatus.UNAVAILABLE;
+  if (e instanceof ProxyError) {
+    if (e.retryable) return GrpcStatus.RESOURCE_EXHAUSTED;
+    if (e instanceof InvalidDtabHeaderError) return GrpcStatus.INVALID_ARGUMENT;
+    return GrpcStatus.UNAVAILABLE;
+  }
+  return GrpcStatus.UNAVAILABLE;
+}
+
+/**
+ * Sends `answer` on `stream` (when the stream can still take it). `clearContext` drops `prx-*`
+ * headers and error bodies. Returns the status sent (0 for a reset).
+ */
+export function sendAnswer(stream: http2.ServerHttp2Stream, answer: H2Answer, clearContext: boolean, maxErrBytes: number): number {
+  if (stream.destroyed || stream.closed) return 0;
+  if (answer.kind === 'reset' || stream.headersSent) {
+    stream.close(answer.kind === 'reset' ? answer.code : H2Code.INTERNAL_ERROR);
+    return 0;
+  }
+  if (answer.kind === 'grpc') {
+    const headers: http2.OutgoingHttpHeaders = grpcErrorHeaders(answer.status, answer.message);
+    if (!clearContext) headers['prx-err'] = errorHeaderValue(answer.message, maxErrBytes);
+    stream.respond(headers, { endStream: true });
+    return 200;
+  }
+  const headers: http2.OutgoingHttpHeaders = { ':status': answer.status };
+  if (clearContext) {
+    headers['content-length'] = '0';
+    stream.respond(headers, { endStream: true });
+    return answer.status;
+  }
+  for (const [k, v] of Object.entries(answer.headers)) headers[k] = v;
+  stream.respond(headers);
+  stream.end(answer.body);
+  return answer.status;
+}
