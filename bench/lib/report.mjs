@@ -44,7 +44,7 @@ function label(target, candidateName) {
 }
 
 /** Machine and run facts as bullet lines. */
-function facts(meta, resultsDir, withH2) {
+function facts(meta, resultsDir, withH1, withH2) {
   const p = meta.params ?? {};
   const v = meta.versions ?? {};
   const pin = meta.pinning ?? {};
@@ -56,8 +56,9 @@ function facts(meta, resultsDir, withH2) {
     `- Load: wrk, 1 thread, keep-alive, GET / with a ${p.body_bytes}-byte body from the ${p.upstream} upstream; ${p.duration_s} s per measurement after ${p.warmup_s} s warm-up; ${p.rounds} round(s), medians over clean rounds`,
     `- Versions: node ${v.node}; ${v.nginx}; ${v.haproxy}; ${Object.entries(v.npm_packages ?? {}).map(([k, q]) => `${k} ${q}`).join(', ')}`,
   ];
+  if (!withH1) lines.splice(3, 1);
   if (withH2) {
-    lines.splice(4, 0, `- h2c load: h2load${v.h2load ? ` (${v.h2load})` : ''}, 1 thread, prior knowledge, ${p.h2_conns} connection(s) × ${p.h2_streams} streams, GET /; nginx proxies h2c to HTTP/1.1 upstream, haproxy and prx h2c end to end, the fastify h2c proxy h2c to HTTP/1.1`);
+    lines.splice(withH1 ? 4 : 3, 0, `- h2c load: h2load${v.h2load ? ` (${v.h2load})` : ''}, 1 thread, prior knowledge, ${p.h2_conns} connection(s) × ${p.h2_streams} streams, GET /; nginx proxies h2c to HTTP/1.1 upstream, haproxy and prx h2c end to end, the fastify h2c proxy h2c to HTTP/1.1`);
   }
   if (meta.candidate?.cmd) lines.push(`- prx: \`${meta.candidate.cmd}\` on port ${meta.candidate.port}${meta.candidate.h2_port ? ` (h2c: ${meta.candidate.h2_port})` : ''}`);
   if (resultsDir) lines.push(`- Harness results (results.md, results.json, raw runs): \`${resultsDir}\``);
@@ -206,7 +207,7 @@ export function renderReport(results, resultsDir) {
   const withH1 = rowsByKey(results, 'h1').size > 0;
   const withH2 = rowsByKey(results, 'h2').size > 0;
   if (!withH1 && !withH2) throw new Error('results.json has no measurements (neither HTTP/1.1 nor h2c rows)');
-  const lines = [`# prx proxy benchmark — ${meta.date_utc ?? 'unknown date'}`, '', ...facts(meta, resultsDir, withH2), ''];
+  const lines = [`# prx proxy benchmark — ${meta.date_utc ?? 'unknown date'}`, '', ...facts(meta, resultsDir, withH1, withH2), ''];
   if ((results.skipped ?? []).length) lines.push(`**Skipped** (failed to start or to proxy correctly): ${results.skipped.join(', ')}`, '');
   if (withH1) lines.push(...h1Section(results, name));
   if (withH2) lines.push(...h2Section(results, name));

@@ -84,24 +84,23 @@ describe('bench-grpc through prx (1 round × 1 s)', () => {
 
   it('measures direct and prx in the same run and writes its section into latest.md, replacing its own', async () => {
     const md = join(dir, 'latest.md');
-    writeFileSync(md, '# prx proxy benchmark — earlier\n\n| HTTP rows |\n');
-    const args = [BENCH, '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--md', md];
-    const r = await run(args);
+    const before = '# prx proxy benchmark — earlier\n\n| HTTP rows |\n\n';
+    const stale = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->\n## gRPC unary — stale\n<!-- bench-grpc: end -->\n';
+    const afterIt = '\n## Something after it\n';
+    writeFileSync(md, before + stale + afterIt);
+    const r = await run([BENCH, '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--md', md]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /r1 direct: [\d,]+ rps/);
     assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
-    const first = readFileSync(md, 'utf8');
-    assert.ok(first.startsWith('# prx proxy benchmark — earlier\n\n| HTTP rows |\n'), 'what was there is kept');
-    assert.match(first, /## gRPC unary — /);
-    assert.match(first, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
-    assert.match(first, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
-    assert.match(first, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
-    assert.match(first, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
-    const again = await run(args);
-    assert.equal(again.code, 0, again.stderr);
-    const second = readFileSync(md, 'utf8');
-    assert.equal(second.split('## gRPC unary').length, 2, 'one gRPC section after two runs');
-    assert.ok(second.startsWith('# prx proxy benchmark — earlier\n\n| HTTP rows |\n'));
+    const text = readFileSync(md, 'utf8');
+    assert.ok(text.startsWith(before), 'what was before the section is kept');
+    assert.ok(text.endsWith(afterIt), 'what was after the section is kept');
+    assert.doesNotMatch(text, /stale/);
+    assert.equal(text.split('## gRPC unary').length, 2, 'one gRPC section');
+    assert.match(text, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
+    assert.match(text, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
+    assert.match(text, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
+    assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
   });
 });
 

@@ -330,6 +330,8 @@ describe('bench-http --report', () => {
     assert.equal(r.code, 0, r.stderr);
     const text = readFileSync(md, 'utf8');
     assert.doesNotMatch(text, /Targets \(issue #4\)/);
+    assert.doesNotMatch(text, /- Load: wrk/, 'no HTTP/1.1 load was run');
+    assert.match(text, /- h2c load: h2load/);
     assert.match(text, /\| haproxy \| 16×8 \| 90,000 /);
     assert.match(text, /\*\*prx was not measured in the h2c section\*\*/);
     assert.doesNotMatch(text, /Targets \(issue #17/);
