@@ -8,6 +8,7 @@
 //   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"] [--h2-conns 16]
 //   node scripts/bench-http.mjs --sections h2 --rounds 1 --duration 3   # the h2c section alone
 //   node scripts/bench-http.mjs --profile [--conns 16] [--duration 10]  # prx alone, node --cpu-prof
+//   node scripts/bench-http.mjs --profile --sections h2 [--h2-conns 16]  # the same for the h2 router, under h2load
 //   node scripts/bench-http.mjs --report <harness results dir>  # re-render latest.md only
 //   node scripts/bench-http.mjs --analyze <file.cpuprofile>  # the profile tables of any profile
 //   node scripts/bench-http.mjs --render-config <file>     # bench/prx.yaml with the chosen ports
@@ -16,6 +17,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
+import { connect as h2connect } from 'node:http2';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -257,6 +259,28 @@ async function waitServing(port, deadlineMs) {
   }
 }
 
+/** GET / over h2c prior knowledge until it answers with the body, or the deadline passes. */
+async function waitServingH2(port, deadlineMs) {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const session = h2connect(`http://127.0.0.1:${port}`);
+    const body = await new Promise((done) => {
+      session.once('error', () => done(null));
+      const req = session.request({ ':path': '/' });
+      let b = '';
+      req.setEncoding('utf8');
+      req.on('data', (c) => (b += c));
+      req.on('end', () => done(b));
+      req.on('error', () => done(null));
+      req.end();
+    });
+    session.destroy();
+    if (body === BODY) return;
+    if (Date.now() > until) throw new Error(`nothing proxies h2c GET / on 127.0.0.1:${port} (got ${JSON.stringify(body)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Runs `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
 function pinned(core, cmd, args) {
   const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
@@ -277,22 +301,27 @@ function stopped(child, timeoutMs) {
 /**
  * Profiles prx alone: a Node upstream and wrk on cpu0, prx with --cpu-prof on cpu1, 2 s of warm-up
  * then `duration` s at the first of `--conns` connections; writes bench/results/profile-c<N>.md
- * (the top 15 functions by self time) next to the .cpuprofile.
+ * (the top 15 functions by self time) next to the .cpuprofile. With `--sections h2` alone, the h2
+ * router under h2load (the first of `--h2-conns` connections × 8 streams, h2c upstream), written
+ * to profile-h2-c<N>.md.
  */
 async function profileRun(o) {
   requireBuild();
-  if (spawnSync('wrk', ['--version']).error) usageError('wrk is not installed (../shared/bench/setup.sh installs it)');
+  const h2 = !o.sections.has('h1');
+  const tool = h2 ? 'h2load' : 'wrk';
+  if (spawnSync(tool, ['--version']).error) usageError(`${tool} is not installed (../shared/bench/setup.sh installs it)`);
   const dir = join(RESULTS, 'profile');
   mkdirSync(dir, { recursive: true });
-  const upstream = await freePort();
+  // the h2 router routes to the port above the http router's upstream, as in the harness
+  const upstream = h2 ? (await freePort()) - 1 : await freePort();
   const proxy = o.proxyPort ?? (await freePort());
   const h2Proxy = o.h2ProxyPort ?? (await freePort());
   const admin = o.adminPort ?? (await freePort());
   const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-profile-'));
   const config = join(scratch, 'prx.yaml');
   writeFileSync(config, renderConfig({ upstream, proxy, h2Proxy, admin }));
-  const conns = o.conns.split(' ')[0];
-  const name = `prx-c${conns}.cpuprofile`;
+  const conns = (h2 ? o.h2Conns : o.conns).split(' ')[0];
+  const name = h2 ? `prx-h2-c${conns}.cpuprofile` : `prx-c${conns}.cpuprofile`;
   const children = [];
   const started = (cmd, args, opts) => {
     const [c, a] = pinned(opts.core, cmd, args);
@@ -300,16 +329,20 @@ async function profileRun(o) {
     children.push(child);
     return child;
   };
-  const upstreamJs = `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
+  const upstreamJs = h2
+    ? `const b=Buffer.from(process.env.BODY);const s=require('http2').createServer({settings:{maxConcurrentStreams:1024}},(q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.listen(Number(process.env.PORT),'127.0.0.1')`
+    : `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
   try {
-    started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(upstream), BODY } });
+    started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(h2 ? upstream + 1 : upstream), BODY } });
     const prx = started(process.execPath, [...prxNodeFlags(), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name, join(REPO, 'bin', 'prx'), config], { core: 1 });
-    await waitServing(proxy, 15000);
-    const wrk = (seconds) => pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
-    spawnSync(...wrk(2), { stdio: 'ignore' });
-    const [c, a] = wrk(o.duration);
+    await (h2 ? waitServingH2(h2Proxy, 15000) : waitServing(proxy, 15000));
+    const loadArgs = (seconds) => h2
+      ? pinned(0, 'h2load', ['-t1', `-c${conns}`, '-m8', `-D${seconds}`, `http://127.0.0.1:${h2Proxy}/`])
+      : pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
+    spawnSync(...loadArgs(2), { stdio: 'ignore' });
+    const [c, a] = loadArgs(o.duration);
     const load = spawnSync(c, a, { encoding: 'utf8' });
-    const rps = /Requests\/sec:\s+([\d.]+)/.exec(load.stdout ?? '')?.[1];
+    const rps = (h2 ? /finished in [\d.]+s, ([\d.]+) req\/s/ : /Requests\/sec:\s+([\d.]+)/).exec(load.stdout ?? '')?.[1];
     process.stdout.write(load.stdout ?? '');
     prx.kill('SIGTERM'); // prx drains and exits; node writes the profile on exit
     await stopped(prx, 15000);
@@ -317,9 +350,9 @@ async function profileRun(o) {
     if (!existsSync(file)) throw new Error(`no profile written (${readdirSync(dir).join(', ')})`);
     const md = `${renderProfile(JSON.parse(readFileSync(file, 'utf8')), {
       repo: REPO,
-      title: `prx CPU profile: ${o.duration} s of wrk -c${conns} (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
+      title: `prx CPU profile: ${o.duration} s of ${h2 ? `h2load -c${conns} -m8 (h2 router)` : `wrk -c${conns}`} (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
     })}\nProfile: \`${file}\` (open in Chrome DevTools or speedscope).\n`;
-    writeFileSync(join(RESULTS, `profile-c${conns}.md`), md);
+    writeFileSync(join(RESULTS, h2 ? `profile-h2-c${conns}.md` : `profile-c${conns}.md`), md);
     process.stdout.write(`\n${md}`);
     return 0;
   } finally {
