@@ -50,7 +50,12 @@ interface Options {
   stallMs: number;
   json: string | undefined;
   keep: boolean;
+  inject: Fault | undefined;
 }
+
+/** Faults the backend can inject once, 1 s into the load: how the soak is checked to see them. */
+const FAULTS = ['stall', 'unary-error'] as const;
+type Fault = (typeof FAULTS)[number];
 
 function options(): Options {
   const { values: a } = parseArgs({
@@ -62,6 +67,7 @@ function options(): Options {
       'stall-ms': { type: 'string', default: '1000' },
       json: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      inject: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -75,9 +81,12 @@ function options(): Options {
   --stall-ms 1000   a gap between two echoes longer than this is a stall (fails the run)
   --json FILE       also write the summary as JSON
   --keep            keep the temp dir (prx.yaml, prx.log)
+  --inject FAULT    check the soak itself: 1 s in, the backend holds bidi echoes for --stall-ms + 500 ms
+                    (stall) or fails one unary call with INTERNAL (unary-error); the run must fail
 `);
     process.exit(0);
   }
+  if (a.inject !== undefined && !(FAULTS as readonly string[]).includes(a.inject)) throw new UsageError(`--inject takes ${FAULTS.join(' or ')}, got ${JSON.stringify(a.inject)}`);
   const duration = durationMs('duration', a.duration);
   if (duration < 1000) throw new UsageError('--duration must be at least 1s');
   return {
@@ -88,6 +97,7 @@ function options(): Options {
     stallMs: positive('stall-ms', a['stall-ms']),
     json: a.json,
     keep: a.keep,
+    inject: a.inject as Fault | undefined,
   };
 }
 
@@ -150,18 +160,44 @@ const fmt = (v: number | null, d = 2) => (v === null ? '–' : v.toFixed(d));
 
 // ---------------------------------------------------------------- backend, prx
 
+/** The backend's fault switch: armed by the soak once the load runs (--inject). */
+interface FaultSwitch {
+  holdEchoesUntil: number; // performance.now() until which Chat queues its echoes
+  failNextUnary: boolean;
+}
+
 /** The grpc-js backend: Say echoes the request, Chat echoes every message, in order. */
-async function startBackend(): Promise<{ server: grpc.Server; port: number }> {
+async function startBackend(fault: FaultSwitch): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   const def = (path: string, stream: boolean) => ({
     path, requestStream: stream, responseStream: stream,
     requestSerialize: same, requestDeserialize: same, responseSerialize: same, responseDeserialize: same,
   });
   server.addService({ Say: def(SAY, false), Chat: def(CHAT, true) }, {
-    Say: (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => done(null, call.request),
+    Say: (call: grpc.ServerUnaryCall<Buffer, Buffer>, done: grpc.sendUnaryData<Buffer>) => {
+      if (!fault.failNextUnary) return done(null, call.request);
+      fault.failNextUnary = false;
+      done({ code: grpc.status.INTERNAL, details: 'injected by --inject unary-error' });
+    },
     Chat: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-      call.on('data', (m: Buffer) => call.write(m));
-      call.on('end', () => call.end());
+      const held: Buffer[] = [];
+      let timer: NodeJS.Timeout | undefined;
+      const flush = () => {
+        timer = undefined;
+        for (const m of held.splice(0)) call.write(m);
+      };
+      call.on('data', (m: Buffer) => {
+        const wait = fault.holdEchoesUntil - performance.now();
+        if (wait <= 0 && held.length === 0) return void call.write(m);
+        held.push(m);
+        timer ??= setTimeout(flush, Math.max(0, wait));
+      });
+      call.on('close', () => clearTimeout(timer));
+      call.on('end', () => {
+        clearTimeout(timer);
+        flush();
+        call.end();
+      });
       call.on('error', () => undefined); // the client's cancel; nothing to clean up
     },
   });
@@ -229,7 +265,8 @@ async function main(): Promise<number> {
   }
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const dir = mkdtempSync(join(tmpdir(), 'prx-h2-soak-'));
-  const backend = await startBackend();
+  const fault: FaultSwitch = { holdEchoesUntil: 0, failNextUnary: false };
+  const backend = await startBackend(fault);
   const ports = { proxy: await freePort(), admin: await freePort(), backend: backend.port };
   const config = join(dir, 'prx.yaml');
   writeFileSync(config, JSON.stringify(prxConfig(ports), null, 2));
@@ -378,6 +415,11 @@ async function main(): Promise<number> {
     lastReport = now;
   };
 
+  const injectAt = o.inject === undefined ? undefined : setTimeout(() => {
+    if (o.inject === 'stall') fault.holdEchoesUntil = performance.now() + o.stallMs + 500;
+    else fault.failNextUnary = true;
+    log(`injected: ${o.inject}`);
+  }, 1000);
   const deadline = t0 + o.durationMs;
   while (performance.now() < deadline && prxExit === null && bidiBroken === null) {
     await sleep(Math.min(250, deadline - performance.now()));
@@ -386,6 +428,7 @@ async function main(): Promise<number> {
   const ranMs = performance.now() - t0;
   clearInterval(unaryTimer);
   clearInterval(sendTimer);
+  clearTimeout(injectAt);
   // in-flight unary calls end by their deadline; the bidi stream is half-closed and must echo all
   for (const until = Date.now() + UNARY_DEADLINE_MS + 1000; inFlight > 0 && Date.now() < until; ) await sleep(20);
   ending = true;

@@ -131,6 +131,17 @@ describe('scripts/h2-soak.ts (3 s)', () => {
     }
   });
 
+  it('fails, naming it, when the bidi stream stalls or a unary call fails (--inject)', async () => {
+    const soak = (fault: string) => run(['--import', 'tsx', join(REPO, 'scripts', 'h2-soak.ts'), '--duration', '3s', '--rps', '50', '--inject', fault], 60_000);
+    const [stall, unaryError] = await Promise.all([soak('stall'), soak('unary-error')]);
+    assert.equal(stall.code, 1, `${stall.stdout}\n${stall.stderr}`);
+    assert.match(stall.stdout, /1 stall\(s\) over 1000 ms/);
+    assert.match(stall.stdout, /FAIL:\n\s+- bidi: no echo for 1\d{3} ms/);
+    assert.equal(unaryError.code, 1, `${unaryError.stdout}\n${unaryError.stderr}`);
+    assert.match(unaryError.stdout, /unary: 1 failed \(1× INTERNAL: injected by --inject unary-error\)/);
+    assert.match(unaryError.stdout, /0 stall\(s\)/);
+  });
+
   it('rejects a malformed duration with exit 2', async () => {
     const r = await run(['--import', 'tsx', join(REPO, 'scripts', 'h2-soak.ts'), '--duration', 'forever']);
     assert.equal(r.code, 2);
