@@ -1,10 +1,14 @@
 #!/usr/bin/env node
 // HTTP proxy benchmark: drives the shared harness (../shared/bench/run.sh, or $PRX_BENCH_HARNESS)
 // with prx as the candidate, next to direct, nginx, haproxy, node http-proxy and fastify in the
-// same run, and writes bench/results/latest.md. Without the harness it says so and does nothing.
+// same run (HTTP/1.1, prx's http router), then its h2c section (h2load) next to direct, nginx,
+// haproxy and the fastify h2c proxy (prx's h2 router), and writes bench/results/latest.md.
+// Without the harness it says so and does nothing.
 //
-//   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"]
+//   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"] [--h2-conns 16]
+//   node scripts/bench-http.mjs --sections h2 --rounds 1 --duration 3   # the h2c section alone
 //   node scripts/bench-http.mjs --profile [--conns 16] [--duration 10]  # prx alone, node --cpu-prof
+//   node scripts/bench-http.mjs --profile --sections h2 [--h2-conns 16]  # the same for the h2 router, under h2load
 //   node scripts/bench-http.mjs --report <harness results dir>  # re-render latest.md only
 //   node scripts/bench-http.mjs --analyze <file.cpuprofile>  # the profile tables of any profile
 //   node scripts/bench-http.mjs --render-config <file>     # bench/prx.yaml with the chosen ports
@@ -13,6 +17,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
+import { connect as h2connect } from 'node:http2';
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,8 +29,12 @@ import { renderReport } from '../bench/lib/report.mjs';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CONFIG = join(REPO, 'bench', 'prx.yaml');
 const RESULTS = join(REPO, 'bench', 'results');
-/** The ports bench/prx.yaml is written for: the harness's default base port, prx's default port. */
-const DEFAULT_PORTS = Object.freeze({ upstream: 28080, proxy: 4140, admin: 9997 });
+/**
+ * The ports bench/prx.yaml is written for: the harness's default base port (its h2c upstream is
+ * one above), prx's default http and h2 ports.
+ */
+const DEFAULT_PORTS = Object.freeze({ upstream: 28080, proxy: 4140, h2Proxy: 4142, admin: 9997 });
+const SECTIONS = ['h1', 'h2'];
 const BODY = 'a'.repeat(64); // the harness's default body
 
 function usageError(message) {
@@ -51,6 +60,9 @@ function options(argv) {
         harness: { type: 'string' },
         'base-port': { type: 'string' },
         'proxy-port': { type: 'string' },
+        'proxy-h2-port': { type: 'string' },
+        'h2-conns': { type: 'string' },
+        sections: { type: 'string' },
         'admin-port': { type: 'string' },
         profile: { type: 'boolean', default: false },
         report: { type: 'string' },
@@ -66,13 +78,20 @@ function options(argv) {
   }
   const conns = (parsed.conns ?? '16 128').split(/[\s,]+/).filter(Boolean);
   for (const c of conns) wholeNumber('conns', c, 1);
+  const h2Conns = (parsed['h2-conns'] ?? '16').split(/[\s,]+/).filter(Boolean);
+  for (const c of h2Conns) wholeNumber('h2-conns', c, 1);
+  const sections = (parsed.sections ?? SECTIONS.join(',')).split(/[\s,]+/).filter(Boolean);
+  if (sections.length === 0 || sections.some((x) => !SECTIONS.includes(x))) usageError(`--sections takes h1, h2 or h1,h2, got ${JSON.stringify(parsed.sections)}`);
   return {
     rounds: wholeNumber('rounds', parsed.rounds, 1) ?? 3,
     duration: wholeNumber('duration', parsed.duration, 1) ?? 10,
     conns: conns.join(' '),
+    h2Conns: h2Conns.join(' '),
+    sections: new Set(sections),
     harness: resolve(parsed.harness ?? process.env.PRX_BENCH_HARNESS ?? join(REPO, '..', 'shared', 'bench')),
     basePort: wholeNumber('base-port', parsed['base-port'], 1024),
     proxyPort: wholeNumber('proxy-port', parsed['proxy-port'], 1024),
+    h2ProxyPort: wholeNumber('proxy-h2-port', parsed['proxy-h2-port'], 1024),
     adminPort: wholeNumber('admin-port', parsed['admin-port'], 1024),
     profile: parsed.profile,
     report: parsed.report,
@@ -82,14 +101,31 @@ function options(argv) {
   };
 }
 
-/** bench/prx.yaml with other ports (comments kept), as YAML text. */
-function renderConfig({ upstream, proxy, admin }) {
+/**
+ * bench/prx.yaml with other ports (comments kept), as YAML text: the http router's to `upstream`
+ * (the harness's base port) and listens on `proxy`, the h2 router's to `upstream + 1` (the
+ * harness's h2c upstream) and listens on `h2Proxy`.
+ */
+function renderConfig({ upstream, proxy, h2Proxy, admin }) {
   const doc = parseDocument(readFileSync(CONFIG, 'utf8'));
-  const dtab = String(doc.getIn(['routers', 0, 'dtab']));
-  const target = `/$/inet/127.0.0.1/${DEFAULT_PORTS.upstream}`;
-  if (!dtab.includes(target)) throw new Error(`bench/prx.yaml: the dtab no longer routes to ${target}`);
-  doc.setIn(['routers', 0, 'dtab'], dtab.replace(target, `/$/inet/127.0.0.1/${upstream}`));
-  doc.setIn(['routers', 0, 'servers', 0, 'port'], proxy);
+  const routers = doc.get('routers')?.items ?? [];
+  const indexOf = (protocol) => {
+    const i = routers.findIndex((r) => r.get('protocol') === protocol);
+    if (i < 0) throw new Error(`bench/prx.yaml: no ${protocol} router`);
+    return i;
+  };
+  const retarget = (i, from, to) => {
+    const dtab = String(doc.getIn(['routers', i, 'dtab']));
+    const target = `/$/inet/127.0.0.1/${from}`;
+    if (!dtab.includes(target)) throw new Error(`bench/prx.yaml: the ${doc.getIn(['routers', i, 'protocol'])} router's dtab no longer routes to ${target}`);
+    doc.setIn(['routers', i, 'dtab'], dtab.replace(target, `/$/inet/127.0.0.1/${to}`));
+  };
+  const h1 = indexOf('http');
+  const h2 = indexOf('h2');
+  retarget(h1, DEFAULT_PORTS.upstream, upstream);
+  retarget(h2, DEFAULT_PORTS.upstream + 1, upstream + 1);
+  doc.setIn(['routers', h1, 'servers', 0, 'port'], proxy);
+  doc.setIn(['routers', h2, 'servers', 0, 'port'], h2Proxy);
   doc.setIn(['admin', 'port'], admin);
   return doc.toString();
 }
@@ -160,29 +196,36 @@ async function harnessRun(o) {
   requireBuild();
   const basePort = o.basePort ?? DEFAULT_PORTS.upstream;
   const proxy = await choosePort('proxy-port', o.proxyPort, DEFAULT_PORTS.proxy);
+  const h2Proxy = await choosePort('proxy-h2-port', o.h2ProxyPort, DEFAULT_PORTS.h2Proxy);
   const admin = await choosePort('admin-port', o.adminPort, DEFAULT_PORTS.admin);
   const out = join(o.harness, 'results', `${utcStamp()}-prx`);
   mkdirSync(out, { recursive: true });
   let config = CONFIG;
-  if (basePort !== DEFAULT_PORTS.upstream || proxy !== DEFAULT_PORTS.proxy || admin !== DEFAULT_PORTS.admin) {
+  if (basePort !== DEFAULT_PORTS.upstream || proxy !== DEFAULT_PORTS.proxy || h2Proxy !== DEFAULT_PORTS.h2Proxy || admin !== DEFAULT_PORTS.admin) {
     config = join(out, 'prx.yaml');
-    writeFileSync(config, renderConfig({ upstream: basePort, proxy, admin }));
+    writeFileSync(config, renderConfig({ upstream: basePort, proxy, h2Proxy, admin }));
   }
+  const h1 = o.sections.has('h1');
+  const h2 = o.sections.has('h2');
+  // The h2c section's peers are direct, nginx (h2c in, HTTP/1.1 out), haproxy (h2c end to end) and
+  // the fastify h2c proxy; the h1-only peers are left out of a run of the h2c section alone.
+  const targets = [...(h1 ? ['nginx', 'haproxy', 'node-http-proxy', 'fastify'] : ['nginx', 'haproxy']), ...(h2 ? ['fastify-h2c'] : []), 'candidate'];
   const args = [
     runSh,
     // bin/prx itself, as operators run it: its first line starts node with the proxy's V8 flags.
     '--proxy-cmd', `exec ${join(REPO, 'bin', 'prx')} ${config}`,
     '--proxy-port', String(proxy),
+    ...(h2 ? ['--proxy-h2-port', String(h2Proxy), '--h2-conns', o.h2Conns] : ['--no-h2']),
     '--proxy-name', 'prx',
-    '--targets', 'direct,nginx,haproxy,node-http-proxy,fastify,candidate',
-    '--no-h2', // prx's h2 router is not in yet; the h2c section would measure peers only
+    '--targets', `direct,${targets.join(',')}`,
     '--rounds', String(o.rounds),
     '--duration', String(o.duration),
-    '--conns', o.conns,
+    // no HTTP/1.1 connection counts: the harness measures no h1 row (its h1 warm-up fails at once)
+    '--conns', h1 ? o.conns : '',
     '--base-port', String(basePort),
     '--out', out,
   ];
-  process.stdout.write(`proxy benchmark: ${o.rounds} round(s) of ${o.duration} s per target and concurrency; harness ${o.harness}\n`);
+  process.stdout.write(`proxy benchmark (${[...o.sections].join(', ')}): ${o.rounds} round(s) of ${o.duration} s per target and concurrency; harness ${o.harness}\n`);
   const code = await run('bash', args, { cwd: REPO });
   if (code === 3) process.stderr.write(`bench-http: the harness's tools are missing: run ${join(o.harness, 'setup.sh')} once\n`);
   if (code !== 0) return code;
@@ -216,6 +259,28 @@ async function waitServing(port, deadlineMs) {
   }
 }
 
+/** GET / over h2c prior knowledge until it answers with the body, or the deadline passes. */
+async function waitServingH2(port, deadlineMs) {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const session = h2connect(`http://127.0.0.1:${port}`);
+    const body = await new Promise((done) => {
+      session.once('error', () => done(null));
+      const req = session.request({ ':path': '/' });
+      let b = '';
+      req.setEncoding('utf8');
+      req.on('data', (c) => (b += c));
+      req.on('end', () => done(b));
+      req.on('error', () => done(null));
+      req.end();
+    });
+    session.destroy();
+    if (body === BODY) return;
+    if (Date.now() > until) throw new Error(`nothing proxies h2c GET / on 127.0.0.1:${port} (got ${JSON.stringify(body)})`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Runs `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
 function pinned(core, cmd, args) {
   const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
@@ -236,21 +301,27 @@ function stopped(child, timeoutMs) {
 /**
  * Profiles prx alone: a Node upstream and wrk on cpu0, prx with --cpu-prof on cpu1, 2 s of warm-up
  * then `duration` s at the first of `--conns` connections; writes bench/results/profile-c<N>.md
- * (the top 15 functions by self time) next to the .cpuprofile.
+ * (the top 15 functions by self time) next to the .cpuprofile. With `--sections h2` alone, the h2
+ * router under h2load (the first of `--h2-conns` connections × 8 streams, h2c upstream), written
+ * to profile-h2-c<N>.md.
  */
 async function profileRun(o) {
   requireBuild();
-  if (spawnSync('wrk', ['--version']).error) usageError('wrk is not installed (../shared/bench/setup.sh installs it)');
+  const h2 = !o.sections.has('h1');
+  const tool = h2 ? 'h2load' : 'wrk';
+  if (spawnSync(tool, ['--version']).error) usageError(`${tool} is not installed (../shared/bench/setup.sh installs it)`);
   const dir = join(RESULTS, 'profile');
   mkdirSync(dir, { recursive: true });
-  const upstream = await freePort();
+  // the h2 router routes to the port above the http router's upstream, as in the harness
+  const upstream = h2 ? (await freePort()) - 1 : await freePort();
   const proxy = o.proxyPort ?? (await freePort());
+  const h2Proxy = o.h2ProxyPort ?? (await freePort());
   const admin = o.adminPort ?? (await freePort());
   const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-profile-'));
   const config = join(scratch, 'prx.yaml');
-  writeFileSync(config, renderConfig({ upstream, proxy, admin }));
-  const conns = o.conns.split(' ')[0];
-  const name = `prx-c${conns}.cpuprofile`;
+  writeFileSync(config, renderConfig({ upstream, proxy, h2Proxy, admin }));
+  const conns = (h2 ? o.h2Conns : o.conns).split(' ')[0];
+  const name = h2 ? `prx-h2-c${conns}.cpuprofile` : `prx-c${conns}.cpuprofile`;
   const children = [];
   const started = (cmd, args, opts) => {
     const [c, a] = pinned(opts.core, cmd, args);
@@ -258,16 +329,20 @@ async function profileRun(o) {
     children.push(child);
     return child;
   };
-  const upstreamJs = `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
+  const upstreamJs = h2
+    ? `const b=Buffer.from(process.env.BODY);const s=require('http2').createServer({settings:{maxConcurrentStreams:1024}},(q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.listen(Number(process.env.PORT),'127.0.0.1')`
+    : `const b=Buffer.from(process.env.BODY);const s=require('http').createServer((q,r)=>{q.resume();r.writeHead(200,{'content-type':'text/plain','content-length':b.length});r.end(b)});s.keepAliveTimeout=75000;s.listen(Number(process.env.PORT),'127.0.0.1')`;
   try {
-    started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(upstream), BODY } });
+    started(process.execPath, ['-e', upstreamJs], { core: 0, env: { PORT: String(h2 ? upstream + 1 : upstream), BODY } });
     const prx = started(process.execPath, [...prxNodeFlags(), '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', name, join(REPO, 'bin', 'prx'), config], { core: 1 });
-    await waitServing(proxy, 15000);
-    const wrk = (seconds) => pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
-    spawnSync(...wrk(2), { stdio: 'ignore' });
-    const [c, a] = wrk(o.duration);
+    await (h2 ? waitServingH2(h2Proxy, 15000) : waitServing(proxy, 15000));
+    const loadArgs = (seconds) => h2
+      ? pinned(0, 'h2load', ['-t1', `-c${conns}`, '-m8', `-D${seconds}`, `http://127.0.0.1:${h2Proxy}/`])
+      : pinned(0, 'wrk', ['-t1', `-c${conns}`, `-d${seconds}s`, '--latency', `http://127.0.0.1:${proxy}/`]);
+    spawnSync(...loadArgs(2), { stdio: 'ignore' });
+    const [c, a] = loadArgs(o.duration);
     const load = spawnSync(c, a, { encoding: 'utf8' });
-    const rps = /Requests\/sec:\s+([\d.]+)/.exec(load.stdout ?? '')?.[1];
+    const rps = (h2 ? /finished in [\d.]+s, ([\d.]+) req\/s/ : /Requests\/sec:\s+([\d.]+)/).exec(load.stdout ?? '')?.[1];
     process.stdout.write(load.stdout ?? '');
     prx.kill('SIGTERM'); // prx drains and exits; node writes the profile on exit
     await stopped(prx, 15000);
@@ -275,9 +350,9 @@ async function profileRun(o) {
     if (!existsSync(file)) throw new Error(`no profile written (${readdirSync(dir).join(', ')})`);
     const md = `${renderProfile(JSON.parse(readFileSync(file, 'utf8')), {
       repo: REPO,
-      title: `prx CPU profile: ${o.duration} s of wrk -c${conns} (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
+      title: `prx CPU profile: ${o.duration} s of ${h2 ? `h2load -c${conns} -m8 (h2 router)` : `wrk -c${conns}`} (${rps ?? '?'} rps), ${new Date().toISOString().slice(0, 10)}`,
     })}\nProfile: \`${file}\` (open in Chrome DevTools or speedscope).\n`;
-    writeFileSync(join(RESULTS, `profile-c${conns}.md`), md);
+    writeFileSync(join(RESULTS, h2 ? `profile-h2-c${conns}.md` : `profile-c${conns}.md`), md);
     process.stdout.write(`\n${md}`);
     return 0;
   } finally {
@@ -297,7 +372,10 @@ async function main() {
   const o = options(process.argv.slice(2));
   if (o.renderConfig !== undefined) {
     writeFileSync(o.renderConfig, renderConfig({
-      upstream: o.basePort ?? DEFAULT_PORTS.upstream, proxy: o.proxyPort ?? DEFAULT_PORTS.proxy, admin: o.adminPort ?? DEFAULT_PORTS.admin,
+      upstream: o.basePort ?? DEFAULT_PORTS.upstream,
+      proxy: o.proxyPort ?? DEFAULT_PORTS.proxy,
+      h2Proxy: o.h2ProxyPort ?? DEFAULT_PORTS.h2Proxy,
+      admin: o.adminPort ?? DEFAULT_PORTS.admin,
     }));
     return 0;
   }

@@ -4,10 +4,13 @@
 // suite; each takes its own (`--json` for naming; `--rounds`, `--duration`, `--conns`, … for http).
 //   naming  the naming engine alone (dtab parse, lookups, bind latency)
 //   http    prx against direct, nginx, haproxy, node http-proxy and fastify through the shared
-//           harness (../shared/bench or $PRX_BENCH_HARNESS); skipped with a note when it is absent
+//           harness (../shared/bench or $PRX_BENCH_HARNESS), HTTP/1.1 then h2c (prx's h2 router
+//           against haproxy and the fastify h2c proxy); skipped with a note when it is absent
+//   grpc    grpc-js unary calls straight to a grpc-js server and through prx's h2 router,
+//           interleaved rounds in the same run; its section goes into bench/results/latest.md
 import { spawnSync } from 'node:child_process';
 
-const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs'];
+const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs', 'scripts/bench-grpc.mjs'];
 for (const s of suites) {
   const r = spawnSync(process.execPath, [s, ...process.argv.slice(2)], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);

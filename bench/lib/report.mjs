@@ -1,9 +1,13 @@
-// Renders the harness's results.json (../shared/bench, lib/report.js) as prx's benchmark table:
-// one row per target and concurrency, prx's ratios to its peers, and issue #4's targets checked.
-// Pure: takes the parsed JSON, returns Markdown.
+// Renders the harness's results.json (../shared/bench, lib/report.js) as prx's benchmark tables:
+// per section (HTTP/1.1, h2c) one row per target and concurrency, prx's ratios to its peers, and
+// the targets of issue #4 (HTTP/1.1) and issue #17 (h2c) checked. Pure: takes the parsed JSON,
+// returns Markdown.
 
-/** Row order of the table; `candidate` is prx (the harness names the candidate row so). */
+/** Row order of the HTTP/1.1 table; `candidate` is prx (the harness names the candidate row so). */
 export const TARGET_ORDER = ['direct', 'candidate', 'nginx', 'haproxy', 'node-http-proxy', 'fastify'];
+/** Row order of the h2c table: nginx proxies h2c to HTTP/1.1, haproxy h2c end to end like prx. */
+export const H2_TARGET_ORDER = ['direct', 'candidate', 'nginx', 'haproxy', 'fastify-h2c'];
+const ORDER = { h1: TARGET_ORDER, h2: H2_TARGET_ORDER };
 
 /** Issue #4's targets for the router with the full stack on, one proxy core. */
 export const TARGETS = Object.freeze({
@@ -13,6 +17,13 @@ export const TARGETS = Object.freeze({
   rssMB: 60, // decimal megabytes, as the issue writes them
 });
 
+/** Issue #17's targets for the h2 router (h2c in and out, full stack, one proxy core). */
+export const H2_TARGETS = Object.freeze({
+  rpsOverFastifyH2c: 3,
+  rpsOverHaproxy: 0.35,
+  p99Ms: 10,
+});
+
 const num = (v) => typeof v === 'number' && Number.isFinite(v);
 const int = (v) => (num(v) ? Math.round(v).toLocaleString('en-US') : '–');
 const ms = (us) => (num(us) ? (us / 1000).toFixed(us < 10000 ? 2 : 1) : '–');
@@ -20,10 +31,10 @@ const times = (v) => (num(v) ? `${v.toFixed(2)}×` : '–');
 const mib = (kb) => (num(kb) ? (kb / 1024).toFixed(1) : '–');
 const ratio = (a, b) => (num(a) && num(b) && b !== 0 ? a / b : null);
 
-/** The HTTP/1.1 rows of a results.json, keyed `target|conns`. */
-function rowsByKey(results) {
+/** The rows of one section ('h1' or 'h2') of a results.json, keyed `target|conns`. */
+function rowsByKey(results, section = 'h1') {
   const map = new Map();
-  for (const r of results.results ?? []) if (r.section === 'h1') map.set(`${r.target}|${r.conns}`, r);
+  for (const r of results.results ?? []) if (r.section === section) map.set(`${r.target}|${r.conns}`, r);
   return map;
 }
 
@@ -33,7 +44,7 @@ function label(target, candidateName) {
 }
 
 /** Machine and run facts as bullet lines. */
-function facts(meta, resultsDir) {
+function facts(meta, resultsDir, withH1, withH2) {
   const p = meta.params ?? {};
   const v = meta.versions ?? {};
   const pin = meta.pinning ?? {};
@@ -45,25 +56,29 @@ function facts(meta, resultsDir) {
     `- Load: wrk, 1 thread, keep-alive, GET / with a ${p.body_bytes}-byte body from the ${p.upstream} upstream; ${p.duration_s} s per measurement after ${p.warmup_s} s warm-up; ${p.rounds} round(s), medians over clean rounds`,
     `- Versions: node ${v.node}; ${v.nginx}; ${v.haproxy}; ${Object.entries(v.npm_packages ?? {}).map(([k, q]) => `${k} ${q}`).join(', ')}`,
   ];
-  if (meta.candidate?.cmd) lines.push(`- prx: \`${meta.candidate.cmd}\` on port ${meta.candidate.port}`);
+  if (!withH1) lines.splice(3, 1);
+  if (withH2) {
+    lines.splice(withH1 ? 4 : 3, 0, `- h2c load: h2load${v.h2load ? ` (${v.h2load})` : ''}, 1 thread, prior knowledge, ${p.h2_conns} connection(s) × ${p.h2_streams} streams, GET /; nginx proxies h2c to HTTP/1.1 upstream, haproxy and prx h2c end to end, the fastify h2c proxy h2c to HTTP/1.1`);
+  }
+  if (meta.candidate?.cmd) lines.push(`- prx: \`${meta.candidate.cmd}\` on port ${meta.candidate.port}${meta.candidate.h2_port ? ` (h2c: ${meta.candidate.h2_port})` : ''}`);
   if (resultsDir) lines.push(`- Harness results (results.md, results.json, raw runs): \`${resultsDir}\``);
   return lines;
 }
 
-/** The main table: every target at every concurrency. */
-function table(rows, conns, candidateName) {
+/** A section's table: every target at every concurrency. */
+function table(rows, conns, candidateName, section = 'h1') {
   const out = [
     '| target | conns | rps | p50 ms | p99 ms | p99.9 ms | errors | proxy CPU µs/req | proxy CPU % | proxy RSS MiB | clean rounds | limited by |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
   ];
   for (const c of conns) {
-    for (const t of TARGET_ORDER) {
+    for (const t of ORDER[section]) {
       const r = rows.get(`${t}|${c}`);
       if (!r) continue;
       // min–max over the rounds the median is taken from; one such round has no spread to show
       const spread = num(r.rps_min) && num(r.rps_max) && r.rps_max > r.rps_min ? ` (${int(r.rps_min)}–${int(r.rps_max)})` : '';
       out.push(
-        `| ${label(t, candidateName)} | ${c} | ${int(r.rps)}${spread} | ${ms(r.lat_us?.p50)} | ${ms(r.lat_us?.p99)} | ${ms(r.lat_us?.p999)} | ${r.errors_total ?? '–'} | ` +
+        `| ${label(t, candidateName)} | ${section === 'h2' ? `${c}×${r.streams}` : c} | ${int(r.rps)}${spread} | ${ms(r.lat_us?.p50)} | ${ms(r.lat_us?.p99)} | ${ms(r.lat_us?.p999)} | ${r.errors_total ?? '–'} | ` +
           `${t === 'direct' ? '–' : int(r.proxy_cpu_us_per_req)} | ${t === 'direct' ? '–' : int(r.proxy_cpu_pct)} | ${mib(r.proxy_rss_kb)} | ${r.rounds_clean}/${r.rounds} | ${r.bound ?? '–'} |`,
       );
     }
@@ -71,15 +86,15 @@ function table(rows, conns, candidateName) {
   return out;
 }
 
-/** prx's throughput and p99 relative to each other target, per concurrency. */
-export function candidateRatios(results) {
-  const rows = rowsByKey(results);
+/** prx's throughput and p99 relative to each other target of a section, per concurrency. */
+export function candidateRatios(results, section = 'h1') {
+  const rows = rowsByKey(results, section);
   const out = [];
-  for (const c of conns(results)) {
+  for (const c of conns(results, section)) {
     const me = rows.get(`candidate|${c}`);
     if (!me) continue;
     const vs = {};
-    for (const t of TARGET_ORDER) {
+    for (const t of ORDER[section]) {
       if (t === 'candidate') continue;
       const peer = rows.get(`${t}|${c}`);
       vs[t] = { rps: ratio(me.rps, peer?.rps), p99: ratio(me.lat_us?.p99, peer?.lat_us?.p99) };
@@ -112,40 +127,89 @@ export function targetChecks(results) {
   return checks;
 }
 
-/** The concurrencies measured, ascending. */
-function conns(results) {
+/** Issue #17's h2c targets, each with the measured figure and whether it is met (CPU: reported). */
+export function h2TargetChecks(results) {
+  const rows = rowsByKey(results, 'h2');
+  const checks = [];
+  for (const c of conns(results, 'h2')) {
+    const me = rows.get(`candidate|${c}`);
+    if (!me) continue;
+    const at = `at ${c}×${me.streams}`;
+    for (const [peer, min] of [['fastify-h2c', H2_TARGETS.rpsOverFastifyH2c], ['haproxy', H2_TARGETS.rpsOverHaproxy]]) {
+      const x = ratio(me.rps, rows.get(`${peer}|${c}`)?.rps);
+      checks.push({ what: `rps ≥ ${min}× ${peer} ${at}`, got: x === null ? '–' : `${x.toFixed(2)}×`, ok: x === null ? null : x >= min });
+    }
+    const p99 = me.lat_us?.p99;
+    checks.push({ what: `p99 ≤ ${H2_TARGETS.p99Ms} ms ${at}`, got: `${ms(p99)} ms`, ok: num(p99) ? p99 / 1000 <= H2_TARGETS.p99Ms : null });
+    const cpu = me.proxy_cpu_us_per_req;
+    const peers = ['haproxy', 'fastify-h2c'].map((t) => `${t} ${int(rows.get(`${t}|${c}`)?.proxy_cpu_us_per_req)}`).join(', ');
+    checks.push({ what: `CPU per request ${at} (reported; ${peers} µs)`, got: num(cpu) ? `${cpu.toFixed(1)} µs` : '–', ok: 'reported' });
+  }
+  return checks;
+}
+
+/** The concurrencies measured in a section, ascending. */
+function conns(results, section = 'h1') {
   const set = new Set();
-  for (const r of results.results ?? []) if (r.section === 'h1') set.add(r.conns);
+  for (const r of results.results ?? []) if (r.section === section) set.add(r.conns);
   return [...set].sort((a, b) => a - b);
 }
 
-/**
- * The whole Markdown report. `resultsDir` is where the harness wrote its own files (quoted in the
- * report); throws when the results hold no HTTP/1.1 rows at all.
- */
-export function renderReport(results, resultsDir) {
-  const meta = results.meta ?? {};
-  const name = meta.candidate?.name || 'prx';
-  const rows = rowsByKey(results);
-  if (rows.size === 0) throw new Error('results.json has no HTTP/1.1 measurements');
-  const cs = conns(results);
-  const lines = [`# prx proxy benchmark — ${meta.date_utc ?? 'unknown date'}`, '', ...facts(meta, resultsDir), ''];
-  if ((results.skipped ?? []).length) lines.push(`**Skipped** (failed to start or to proxy correctly): ${results.skipped.join(', ')}`, '');
-  lines.push(...table(rows, cs, name), '');
-  const ratios = candidateRatios(results);
-  if (ratios.length === 0) {
-    lines.push(`**${name} was not measured** (see the harness log and \`run/candidate.log\` in the results folder).`, '');
-    return `${lines.join('\n')}\n`;
-  }
-  lines.push(`## ${name} relative to the others (same run)`, '');
-  const peers = TARGET_ORDER.filter((t) => t !== 'candidate');
-  lines.push(`| conns | ${peers.map((t) => `rps ×${t}`).join(' | ')} | ${peers.map((t) => `p99 ×${t}`).join(' | ')} |`);
+/** prx's ratio table for one section. */
+function ratioTable(ratios, section) {
+  const peers = ORDER[section].filter((t) => t !== 'candidate');
+  const lines = [`| conns | ${peers.map((t) => `rps ×${t}`).join(' | ')} | ${peers.map((t) => `p99 ×${t}`).join(' | ')} |`];
   lines.push(`|---:|${peers.map(() => '---:').join('|')}|${peers.map(() => '---:').join('|')}|`);
   for (const r of ratios) {
     lines.push(`| ${r.conns} | ${peers.map((t) => times(r.vs[t]?.rps)).join(' | ')} | ${peers.map((t) => times(r.vs[t]?.p99)).join(' | ')} |`);
   }
-  lines.push('', 'rps: higher is better; p99: lower is better.', '', `## Targets (issue #4)`, '', '| target | measured | met |', '|---|---:|:---:|');
-  for (const c of targetChecks(results)) lines.push(`| ${c.what} | ${c.got} | ${c.ok === null ? '?' : c.ok ? 'yes' : 'no'} |`);
-  lines.push('');
+  return lines;
+}
+
+const checkRows = (checks) => ['| target | measured | met |', '|---|---:|:---:|', ...checks.map((c) => `| ${c.what} | ${c.got} | ${c.ok === null ? '?' : c.ok === 'reported' ? '–' : c.ok ? 'yes' : 'no'} |`)];
+
+/** The h2c section: the table, prx's ratios and issue #17's targets. */
+function h2Section(results, name) {
+  const rows = rowsByKey(results, 'h2');
+  const lines = ['## HTTP/2 cleartext (h2load; prx\'s h2 router)', '', ...table(rows, conns(results, 'h2'), name, 'h2'), ''];
+  const ratios = candidateRatios(results, 'h2');
+  if (ratios.length === 0) {
+    lines.push(`**${name} was not measured in the h2c section** (its h2c check failed or it did not start: see \`run/candidate.log\` in the results folder).`, '');
+    return lines;
+  }
+  lines.push(`### ${name} relative to the others, h2c (same run)`, '', ...ratioTable(ratios, 'h2'), '');
+  lines.push('### Targets (issue #17, h2c)', '', ...checkRows(h2TargetChecks(results)), '');
+  return lines;
+}
+
+/** The HTTP/1.1 section: the table, prx's ratios and issue #4's targets. */
+function h1Section(results, name) {
+  const rows = rowsByKey(results);
+  const lines = [...table(rows, conns(results), name), ''];
+  const ratios = candidateRatios(results);
+  if (ratios.length === 0) {
+    lines.push(`**${name} was not measured** (see the harness log and \`run/candidate.log\` in the results folder).`, '');
+    return lines;
+  }
+  lines.push(`## ${name} relative to the others (same run)`, '', ...ratioTable(ratios, 'h1'));
+  lines.push('', 'rps: higher is better; p99: lower is better.', '', `## Targets (issue #4)`, '', ...checkRows(targetChecks(results)), '');
+  return lines;
+}
+
+/**
+ * The whole Markdown report: the HTTP/1.1 section, then the h2c section, each when the results
+ * hold it. `resultsDir` is where the harness wrote its own files (quoted in the report); throws
+ * when the results hold no measurement at all.
+ */
+export function renderReport(results, resultsDir) {
+  const meta = results.meta ?? {};
+  const name = meta.candidate?.name || 'prx';
+  const withH1 = rowsByKey(results, 'h1').size > 0;
+  const withH2 = rowsByKey(results, 'h2').size > 0;
+  if (!withH1 && !withH2) throw new Error('results.json has no measurements (neither HTTP/1.1 nor h2c rows)');
+  const lines = [`# prx proxy benchmark — ${meta.date_utc ?? 'unknown date'}`, '', ...facts(meta, resultsDir, withH1, withH2), ''];
+  if ((results.skipped ?? []).length) lines.push(`**Skipped** (failed to start or to proxy correctly): ${results.skipped.join(', ')}`, '');
+  if (withH1) lines.push(...h1Section(results, name));
+  if (withH2) lines.push(...h2Section(results, name));
   return `${lines.join('\n')}\n`;
 }

@@ -1,10 +1,12 @@
-// The proxy benchmark's own parts: bench/prx.yaml (a valid config that really routes through the
-// full router stack), and scripts/bench-http.mjs's report and profile renderers and option checks.
+// The proxy benchmark's own parts: bench/prx.yaml (a valid config whose http and h2 routers really
+// route through the full router stack), and scripts/bench-http.mjs's report and profile renderers
+// and option checks.
 // The benchmark itself (minutes of load) runs with `npm run bench`, not here.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
+import * as http2 from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,7 +76,7 @@ describe('bench/prx.yaml', () => {
   it('is a valid config with the full router stack on', async () => {
     const cfg = await loadProxyConfig(join(REPO, 'bench', 'prx.yaml'));
     const r = cfg.routers[0] as unknown as Record<string, unknown> & { servers: { port: number; ip: string }[] };
-    assert.equal(cfg.routers.length, 1);
+    assert.equal(cfg.routers.length, 2);
     assert.equal(r['protocol'], 'http');
     assert.deepEqual(r['identifier'], [{ kind: 'io.prx.static', path: '/bench' }]);
     assert.match(String(r['dtab']), /^\/svc\/bench=>\/\$\/inet\/127\.0\.0\.1\/28080$/);
@@ -87,16 +89,69 @@ describe('bench/prx.yaml', () => {
     assert.equal(client['loadBalancer']?.kind, 'p2c');
     assert.equal(r['httpAccessLog'], undefined, 'no per-request logging in the benchmark');
   });
+
+  it('has an h2 router with the same stack, on 4142, to the harness\'s h2c upstream (base port + 1)', async () => {
+    const cfg = await loadProxyConfig(join(REPO, 'bench', 'prx.yaml'));
+    const r = cfg.routers[1] as unknown as Record<string, unknown> & { servers: { port: number; ip: string }[] };
+    assert.equal(r['protocol'], 'h2');
+    assert.equal(r['label'], 'bench-h2');
+    assert.equal((r['identifier'] as { kind: string }[])[0]?.kind, 'io.prx.header.token');
+    assert.match(String(r['dtab']), /^\/svc\/\*=>\/\$\/inet\/127\.0\.0\.1\/28081$/);
+    assert.deepEqual(r.servers.map((s) => [s.ip, s.port]), [['127.0.0.1', 4142]]);
+    const service = r['service'] as Record<string, unknown>;
+    assert.equal((service['responseClassifier'] as { kind: string }).kind, 'io.prx.h2.retryableRead5XX');
+    assert.ok((service['retries'] as { budget: unknown }).budget);
+    const client = r['client'] as Record<string, { kind: string }>;
+    assert.equal(client['failureAccrual']?.kind, 'io.prx.consecutiveFailures');
+    assert.equal(client['loadBalancer']?.kind, 'p2c');
+    assert.equal(r['h2AccessLog'], undefined, 'no per-request logging in the benchmark');
+  });
 });
+
+/** An h2c (prior knowledge) server answering every request with BODY, on `port`, or null if it is taken. */
+async function h2cBackend(port: number, seen: { authority: string | undefined }[]): Promise<http2.Http2Server | null> {
+  const server = http2.createServer((req, res) => {
+    seen.push({ authority: req.headers[':authority'] });
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(BODY);
+  });
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(null));
+    server.listen(port, '127.0.0.1', () => resolve(server));
+  });
+}
+
+/** GET / over h2c prior knowledge, as h2load sends it (:authority 127.0.0.1:<port>). */
+function h2Get(port: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.once('error', reject);
+    const req = session.request({ ':path': '/' });
+    let body = '';
+    let status = 0;
+    req.setEncoding('utf8');
+    req.on('response', (h) => (status = Number(h[':status'])));
+    req.on('data', (c: string) => (body += c));
+    req.on('end', () => {
+      session.close();
+      resolve({ status, body });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 describe('prx on the bench config (ports rendered by --render-config)', () => {
   let dir: string;
   let backend: Server;
+  let h2Backend: http2.Http2Server | undefined;
   let backendPort: number;
   let proxyPort: number;
+  let h2ProxyPort: number;
   let adminPort: number;
-  let prx: ReturnType<typeof spawnCli>;
+  let prx: ReturnType<typeof spawnCli> | undefined;
   const seen: { method: string | undefined; host: string | undefined }[] = [];
+  const seenH2: { authority: string | undefined }[] = [];
   let failNextGet = false;
 
   before(async () => {
@@ -111,28 +166,51 @@ describe('prx on the bench config (ports rendered by --render-config)', () => {
       }
       res.writeHead(200, { 'content-type': 'text/plain' }).end(BODY);
     });
-    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
-    backendPort = (backend.address() as AddressInfo).port;
+    // The harness's h2c upstream listens one port above its HTTP/1.1 one: find such a pair.
+    for (let tries = 0; tries < 20 && h2Backend === undefined; tries++) {
+      await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+      backendPort = (backend.address() as AddressInfo).port;
+      const h2 = await h2cBackend(backendPort + 1, seenH2);
+      if (h2 !== null) h2Backend = h2;
+      else await new Promise<void>((r) => backend.close(() => r()));
+    }
+    assert.ok(h2Backend, 'no free pair of adjacent ports');
     proxyPort = await freePort();
+    h2ProxyPort = await freePort();
     adminPort = await freePort();
     const cfg = join(dir, 'prx.yaml');
-    const r = await bench(['--render-config', cfg, '--base-port', String(backendPort), '--proxy-port', String(proxyPort), '--admin-port', String(adminPort)]);
+    const r = await bench([
+      '--render-config', cfg, '--base-port', String(backendPort), '--proxy-port', String(proxyPort),
+      '--proxy-h2-port', String(h2ProxyPort), '--admin-port', String(adminPort),
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const text = readFileSync(cfg, 'utf8');
     assert.match(text, new RegExp(`/\\$/inet/127\\.0\\.0\\.1/${backendPort};`));
+    assert.match(text, new RegExp(`/svc/\\* => /\\$/inet/127\\.0\\.0\\.1/${backendPort + 1};`));
+    assert.match(text, new RegExp(`port: ${h2ProxyPort}\\n`));
     assert.match(text, /full router stack/, 'comments are kept');
     prx = spawnCli('prx', [cfg]);
     await prx.logLine((l) => l['msg'] === 'prx started');
   });
 
   after(async () => {
-    prx.child.kill('SIGTERM');
-    await prx.exited;
+    if (prx !== undefined) {
+      prx.child.kill('SIGTERM');
+      await prx.exited;
+    }
     await new Promise<void>((r) => {
       backend.closeAllConnections();
       backend.close(() => r());
     });
+    await new Promise<void>((r) => (h2Backend ? h2Backend.close(() => r()) : r()));
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('routes an h2c GET / as h2load sends it to the h2c upstream, whatever the :authority port', async () => {
+    const r = await h2Get(h2ProxyPort);
+    assert.equal(r.status, 200);
+    assert.equal(r.body, BODY);
+    assert.equal(seenH2.at(-1)?.authority, `127.0.0.1:${h2ProxyPort}`);
   });
 
   it('routes a request with any Host to the upstream', async () => {
@@ -161,18 +239,18 @@ describe('prx on the bench config (ports rendered by --render-config)', () => {
 });
 
 /** A results.json in the harness's shape (lib/report.js), only the fields the report reads. */
-function harnessResults(rows: { target: string; conns: number; rps: number; p99: number; cpuUs?: number; rssKb?: number }[]) {
+function harnessResults(rows: { target: string; conns: number; rps: number; p99: number; cpuUs?: number; rssKb?: number; section?: 'h1' | 'h2' }[]) {
   return {
     meta: {
       date_utc: '2026-01-02T03:04:05Z', nproc: 2, cpu_model: 'Test CPU', kernel: '6.1', mem_total_kb: 4 * 1048576, loadavg_start: '0.1 0.1 0.1',
       pinning: { enabled: true, loadgen_cpu: 0, upstream_cpu: 0, proxy_cpu: 1 },
-      params: { duration_s: 10, warmup_s: 2, rounds: 3, upstream: 'nginx', body_bytes: 64 },
-      versions: { node: 'v20', nginx: 'nginx/1.22', haproxy: 'HAProxy 2.6', npm_packages: { 'http-proxy': '1.18.1' } },
-      candidate: { name: 'prx', cmd: 'exec node bin/prx bench/prx.yaml', port: '4140' },
+      params: { duration_s: 10, warmup_s: 2, rounds: 3, upstream: 'nginx', body_bytes: 64, h2_conns: '16', h2_streams: 8 },
+      versions: { node: 'v20', nginx: 'nginx/1.22', haproxy: 'HAProxy 2.6', h2load: 'h2load nghttp2/1.52.0', npm_packages: { 'http-proxy': '1.18.1' } },
+      candidate: { name: 'prx', cmd: 'exec node bin/prx bench/prx.yaml', port: '4140', h2_port: '4142' },
     },
     skipped: [],
     results: rows.map((r) => ({
-      target: r.target, section: 'h1', conns: r.conns, streams: 1, rounds: 3, rounds_ok: 3, rounds_clean: 2,
+      target: r.target, section: r.section ?? 'h1', conns: r.conns, streams: r.section === 'h2' ? 8 : 1, rounds: 3, rounds_ok: 3, rounds_clean: 2,
       rps: r.rps, rps_min: r.rps * 0.9, rps_max: r.rps * 1.1,
       lat_us: { p50: 500, p99: r.p99, p999: r.p99 * 2 }, errors_total: 0,
       proxy_cpu_pct: r.target === 'direct' ? null : 90, proxy_cpu_us_per_req: r.cpuUs ?? null,
@@ -212,6 +290,53 @@ describe('bench-http --report', () => {
     assert.match(text, /Machine: 2 CPU\(s\), Test CPU, kernel 6\.1, 4 GiB RAM/);
   });
 
+  it('writes the h2c section next to the HTTP/1.1 one: table, ratios, issue #17’s targets checked', async () => {
+    const results = harnessResults([
+      { target: 'direct', conns: 16, rps: 100000, p99: 400 },
+      { target: 'candidate', conns: 16, rps: 25000, p99: 1000, cpuUs: 35, rssKb: 50000 },
+      { target: 'direct', conns: 16, rps: 120000, p99: 2000, section: 'h2' },
+      { target: 'haproxy', conns: 16, rps: 90000, p99: 3000, cpuUs: 11, section: 'h2' },
+      { target: 'fastify-h2c', conns: 16, rps: 9000, p99: 40000, cpuUs: 110, section: 'h2' },
+      { target: 'candidate', conns: 16, rps: 36000, p99: 8000, cpuUs: 27.5, rssKb: 80000, section: 'h2' },
+    ]);
+    writeFileSync(join(dir, 'results.json'), JSON.stringify(results));
+    const md = join(dir, 'h2.md');
+    const r = await bench(['--report', dir, '--md', md]);
+    assert.equal(r.code, 0, r.stderr);
+    const text = readFileSync(md, 'utf8');
+    assert.match(text, /\| \*\*prx\*\* \| 16 \| 25,000 /, 'the HTTP/1.1 rows are still there');
+    const h2 = text.slice(text.indexOf('## HTTP/2 cleartext'));
+    assert.ok(h2.length > 0 && text.indexOf('## HTTP/2 cleartext') > text.indexOf('## Targets (issue #4)'), text);
+    assert.match(h2, /\| \*\*prx\*\* \| 16×8 \| 36,000 \(32,400–39,600\) \| 0\.50 \| 8\.00 \| 16\.0 \| 0 \| 28 \| 90 \| 78\.1 \| 2\/3 \| proxy CPU \|/);
+    assert.match(h2, /\| fastify-h2c \| 16×8 \| 9,000 /);
+    // peers: direct, nginx (absent), haproxy, fastify-h2c
+    assert.match(h2, /\| 16 \| 0\.30× \| – \| 0\.40× \| 4\.00× \| 4\.00× \| – \| 2\.67× \| 0\.20× \|/);
+    assert.match(h2, /\| rps ≥ 3× fastify-h2c at 16×8 \| 4\.00× \| yes \|/);
+    assert.match(h2, /\| rps ≥ 0\.35× haproxy at 16×8 \| 0\.40× \| yes \|/);
+    assert.match(h2, /\| p99 ≤ 10 ms at 16×8 \| 8\.00 ms \| yes \|/);
+    assert.match(h2, /\| CPU per request at 16×8 \(reported; haproxy 11, fastify-h2c 110 µs\) \| 27\.5 µs \| – \|/);
+    assert.match(text, /h2c load: h2load \(h2load nghttp2\/1\.52\.0\), 1 thread, prior knowledge, 16 connection\(s\) × 8 streams/);
+    assert.match(text, /on port 4140 \(h2c: 4142\)/);
+  });
+
+  it('writes the h2c section alone (--sections h2), and says so when prx has no h2c row', async () => {
+    const rows = [
+      { target: 'direct', conns: 16, rps: 120000, p99: 2000, section: 'h2' as const },
+      { target: 'haproxy', conns: 16, rps: 90000, p99: 3000, section: 'h2' as const },
+    ];
+    writeFileSync(join(dir, 'results.json'), JSON.stringify(harnessResults(rows)));
+    const md = join(dir, 'h2-only.md');
+    const r = await bench(['--report', dir, '--md', md]);
+    assert.equal(r.code, 0, r.stderr);
+    const text = readFileSync(md, 'utf8');
+    assert.doesNotMatch(text, /Targets \(issue #4\)/);
+    assert.doesNotMatch(text, /- Load: wrk/, 'no HTTP/1.1 load was run');
+    assert.match(text, /- h2c load: h2load/);
+    assert.match(text, /\| haproxy \| 16×8 \| 90,000 /);
+    assert.match(text, /\*\*prx was not measured in the h2c section\*\*/);
+    assert.doesNotMatch(text, /Targets \(issue #17/);
+  });
+
   it('says so when prx was not measured', async () => {
     const results = { ...harnessResults([{ target: 'direct', conns: 16, rps: 1000, p99: 400 }]), skipped: ['candidate'] };
     writeFileSync(join(dir, 'results.json'), JSON.stringify(results));
@@ -224,16 +349,16 @@ describe('bench-http --report', () => {
     assert.doesNotMatch(text, /Targets/);
   });
 
-  it('fails on a folder without results.json, and on results without HTTP/1.1 rows', async () => {
+  it('fails on a folder without results.json, and on results without any rows', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'prx-bench-empty-'));
     try {
       const r = await bench(['--report', empty, '--md', join(empty, 'x.md')]);
       assert.equal(r.code, 1);
       assert.match(r.stderr, /results\.json/);
-      writeFileSync(join(empty, 'results.json'), JSON.stringify({ meta: {}, results: [{ section: 'h2', target: 'direct', conns: 16 }] }));
+      writeFileSync(join(empty, 'results.json'), JSON.stringify({ meta: {}, results: [] }));
       const r2 = await bench(['--report', empty, '--md', join(empty, 'x.md')]);
       assert.equal(r2.code, 1);
-      assert.match(r2.stderr, /no HTTP\/1\.1 measurements/);
+      assert.match(r2.stderr, /no measurements/);
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }
@@ -290,7 +415,10 @@ describe('bench-http options', () => {
   });
 
   it('rejects unknown options and malformed numbers with exit 2', async () => {
-    for (const args of [['--bogus'], ['--rounds', '0'], ['--duration', 'ten'], ['--conns', '16 x'], ['--base-port', '80']]) {
+    for (const args of [
+      ['--bogus'], ['--rounds', '0'], ['--duration', 'ten'], ['--conns', '16 x'], ['--base-port', '80'],
+      ['--h2-conns', '0'], ['--proxy-h2-port', '80'], ['--sections', 'h3'], ['--sections', ''],
+    ]) {
       const r = await bench(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /^bench-http: /);

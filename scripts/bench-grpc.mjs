@@ -1,0 +1,405 @@
+#!/usr/bin/env node
+// gRPC unary benchmark: one grpc-js client issuing unary calls (64-byte request and response,
+// Buffer serializers, no protobuf) at a fixed number of concurrent calls on one channel, straight
+// to a grpc-js server and through prx (bin/prx, an h2 router with the full stack: path identifier,
+// dtab, the gRPC classifier, retries, failure accrual), in interleaved rounds in the same run.
+// Reports rps, p50 and p99 of both and what prx adds at p50 and p99 against issue #17's targets,
+// and writes them into bench/results/latest.md (its own section, replaced on each run).
+//
+//   node scripts/bench-grpc.mjs [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 16] [--md FILE]
+//
+// Pinned like the HTTP bench when taskset and 2+ cores exist: client and server on cpu0, prx on
+// cpu1. Every process is a fresh child (the client too, so both targets meet the same cold JIT).
+// Uses dist/ (npm run bench builds first). The options of the other suites are accepted and
+// ignored; their modes that are not benchmarks (--report, --analyze, --render-config, --profile)
+// skip this suite.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const SELF = fileURLToPath(import.meta.url);
+const PAYLOAD_BYTES = 64;
+const METHOD = '/test.Echo/Say';
+/** Issue #17: what prx may add to a unary call at 16 concurrent calls. */
+export const GRPC_TARGETS = Object.freeze({ addedP50Ms: 0.3, addedP99Ms: 1 });
+const MARK_BEGIN = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->';
+const MARK_END = '<!-- bench-grpc: end -->';
+
+function usageError(message) {
+  process.stderr.write(`bench-grpc: ${message}\n`);
+  process.exit(2);
+}
+
+function wholeNumber(name, text, min) {
+  if (text === undefined) return undefined;
+  if (!/^\d+$/.test(text) || Number(text) < min) usageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function options(argv) {
+  const ignored = ['conns', 'h2-conns', 'sections', 'harness', 'base-port', 'proxy-port', 'proxy-h2-port', 'admin-port'];
+  const modes = ['report', 'analyze', 'render-config'];
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        rounds: { type: 'string' },
+        duration: { type: 'string' },
+        warmup: { type: 'string' },
+        concurrency: { type: 'string' },
+        md: { type: 'string' },
+        role: { type: 'string' },
+        port: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        profile: { type: 'boolean', default: false },
+        ...Object.fromEntries([...ignored, ...modes].map((k) => [k, { type: 'string' }])),
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    usageError(e.message);
+  }
+  return {
+    rounds: wholeNumber('rounds', parsed.rounds, 1) ?? 3,
+    duration: wholeNumber('duration', parsed.duration, 1) ?? 10,
+    warmup: wholeNumber('warmup', parsed.warmup, 0) ?? 2,
+    concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16,
+    md: resolve(parsed.md ?? join(REPO, 'bench', 'results', 'latest.md')),
+    role: parsed.role,
+    port: wholeNumber('port', parsed.port, 1),
+    otherMode: parsed.profile ? '--profile' : modes.map((m) => (parsed[m] !== undefined ? `--${m}` : null)).find((m) => m !== null),
+  };
+}
+
+// ---------------------------------------------------------------- the two grpc-js roles
+
+const same = (b) => b;
+const grpcLoaded = () => import('@grpc/grpc-js');
+
+/** The server: Say echoes its 64-byte request. Prints {"port": N}; exits when stdin closes. */
+async function serverRole() {
+  const grpc = await grpcLoaded();
+  const server = new grpc.Server();
+  const Say = { path: METHOD, requestStream: false, responseStream: false, requestSerialize: same, requestDeserialize: same, responseSerialize: same, responseDeserialize: same };
+  server.addService({ Say }, { Say: (call, done) => done(null, call.request) });
+  const port = await new Promise((ok, fail) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? fail(e) : ok(p))));
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+  process.stdin.resume();
+  process.stdin.once('end', () => server.forceShutdown());
+  process.stdin.once('close', () => server.forceShutdown());
+}
+
+function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
+}
+
+/**
+ * The client: `concurrency` closed loops of unary calls on one channel to 127.0.0.1:port, `warmup`
+ * s unrecorded, then `duration` s recorded. Prints one JSON line.
+ */
+async function clientRole(o) {
+  const grpc = await grpcLoaded();
+  const client = new grpc.Client(`127.0.0.1:${o.port}`, grpc.credentials.createInsecure());
+  const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
+  const lat = [];
+  let total = 0;
+  let errors = 0;
+  let firstError = null;
+  let recording = false;
+  const t0 = performance.now();
+  const recordFrom = t0 + o.warmup * 1000;
+  const stopAt = recordFrom + o.duration * 1000;
+  let recordedFrom = 0;
+  const loop = async () => {
+    while (performance.now() < stopAt) {
+      const start = performance.now();
+      const ok = await new Promise((done) =>
+        client.makeUnaryRequest(METHOD, same, same, payload, (e, reply) => {
+          if (e && firstError === null) firstError = `${e.code} ${e.details}`;
+          done(!e && reply.length === PAYLOAD_BYTES);
+        }),
+      );
+      const end = performance.now();
+      total++;
+      if (!recording && end >= recordFrom) {
+        recording = true;
+        recordedFrom = end;
+      }
+      if (!recording || start < recordFrom || end > stopAt) continue; // calls straddling the window are not counted
+      if (ok) lat.push(end - start);
+      else errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: o.concurrency }, loop));
+  const seconds = (stopAt - recordedFrom) / 1000;
+  client.close();
+  lat.sort((a, b) => a - b);
+  const out = { calls: lat.length, errors, total, rps: lat.length / seconds, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), p999: percentile(lat, 0.999), firstError };
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+// ---------------------------------------------------------------- the run
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
+/** `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
+function pinned(core, cmd, args) {
+  return canPin ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
+}
+
+function firstLine(child, timeoutMs, what) {
+  return new Promise((ok, fail) => {
+    const lines = createInterface({ input: child.stdout });
+    const timer = setTimeout(() => fail(new Error(`${what}: no output within ${timeoutMs} ms`)), timeoutMs);
+    lines.once('line', (l) => {
+      clearTimeout(timer);
+      lines.close();
+      ok(l);
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      fail(new Error(`${what} exited (${code}) before reporting`));
+    });
+  });
+}
+
+function stopped(child, timeoutMs) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((done) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      done();
+    });
+  });
+}
+
+/** utime + stime of a process, in seconds; null when it is gone. */
+function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const hz = 100; // USER_HZ: 100 on every Linux the harness runs on
+    return (Number(f[11]) + Number(f[12])) / hz;
+  } catch {
+    return null;
+  }
+}
+
+function rssMiB(pid) {
+  try {
+    const kib = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return Number.isFinite(kib) ? kib / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The prx config: an h2 router with the full stack routing /test.Echo/* to the server. */
+function prxConfig({ proxy, admin, upstream }) {
+  return {
+    admin: { ip: '127.0.0.1', port: admin },
+    routers: [
+      {
+        protocol: 'h2',
+        label: 'grpc',
+        identifier: { kind: 'io.prx.header.path', segments: 1 },
+        dtab: `/svc/test.Echo => /$/inet/127.0.0.1/${upstream};`,
+        service: {
+          kind: 'io.prx.global',
+          responseClassifier: { kind: 'io.prx.h2.grpc.default' },
+          retries: { budget: { minRetriesPerSec: 10, percentCanRetry: 0.2, ttlSecs: 10 }, backoff: { kind: 'jittered', minMs: 10, maxMs: 100 } },
+        },
+        client: {
+          kind: 'io.prx.global',
+          loadBalancer: { kind: 'p2c' },
+          failureAccrual: { kind: 'io.prx.consecutiveFailures', failures: 5, backoff: { kind: 'jittered', minMs: 5000, maxMs: 300000 } },
+        },
+        servers: [{ ip: '127.0.0.1', port: proxy }],
+      },
+    ],
+  };
+}
+
+const children = new Set();
+function started(core, cmd, args, stdio) {
+  const [c, a] = pinned(core, cmd, args);
+  const child = spawn(c, a, { stdio });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/** One client run against `port`; its JSON result. */
+async function measure(o, port, seconds, warmup) {
+  const child = started(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
+  return JSON.parse(await firstLine(child, (seconds + warmup + 30) * 1000, 'the grpc-js client'));
+}
+
+const median = (xs) => {
+  const a = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((p, q) => p - q);
+  if (a.length === 0) return null;
+  const m = Math.floor(a.length / 2);
+  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
+};
+const f2 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(2) : '–');
+const f3 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(3) : '–');
+const int = (v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–');
+
+/** The Markdown section from the rounds' results. Exported for the tests. */
+export function renderGrpcSection(run) {
+  const { rounds, date, concurrency, duration, warmup, pinning, node, grpcJs } = run;
+  const med = (target, k) => median(rounds.map((r) => r[target]?.[k]));
+  const added = (k) => median(rounds.map((r) => (r.prx && r.direct ? r.prx[k] - r.direct[k] : null)));
+  const lines = [
+    MARK_BEGIN,
+    `## gRPC unary — ${date}`,
+    '',
+    `- grpc-js ${grpcJs} client and server (Buffer serializers, ${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one channel, node ${node}`,
+    `- ${rounds.length} interleaved round(s) of ${duration} s per target after ${warmup} s warm-up (each client a fresh process), order alternating; medians over rounds`,
+    `- Pinning: ${pinning ? 'client and server on cpu0, prx on cpu1' : 'none'}; prx: \`bin/prx\`, an h2 router (path identifier, dtab, io.prx.h2.grpc.default, retries, failure accrual)`,
+    '',
+    '| target | rps | p50 ms | p99 ms | p99.9 ms | errors | prx CPU µs/call | prx RSS MiB |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const t of ['direct', 'prx']) {
+    const errs = rounds.reduce((a, r) => a + (r[t]?.errors ?? 0), 0);
+    lines.push(`| ${t === 'prx' ? '**prx**' : t} | ${int(med(t, 'rps'))} | ${f2(med(t, 'p50'))} | ${f2(med(t, 'p99'))} | ${f2(med(t, 'p999'))} | ${errs} | ${t === 'prx' ? int(med(t, 'cpuUsPerCall')) : '–'} | ${t === 'prx' ? f2(med(t, 'rssMiB')) : '–'} |`);
+  }
+  const a50 = added('p50');
+  const a99 = added('p99');
+  const rps = median(rounds.map((r) => (r.prx && r.direct ? r.prx.rps / r.direct.rps : null)));
+  lines.push(
+    '',
+    `prx − direct, median of the per-round differences (throughput ×direct: ${f2(rps)}):`,
+    '',
+    '| target | measured | met |',
+    '|---|---:|:---:|',
+    `| added latency at p50 ≤ ${GRPC_TARGETS.addedP50Ms} ms | ${f3(a50)} ms | ${a50 === null ? '?' : a50 <= GRPC_TARGETS.addedP50Ms ? 'yes' : 'no'} |`,
+    `| added latency at p99 ≤ ${GRPC_TARGETS.addedP99Ms} ms | ${f3(a99)} ms | ${a99 === null ? '?' : a99 <= GRPC_TARGETS.addedP99Ms ? 'yes' : 'no'} |`,
+    '',
+    '| round | direct rps | direct p50 / p99 ms | prx rps | prx p50 / p99 ms |',
+    '|---:|---:|---:|---:|---:|',
+    ...rounds.map((r, i) => `| ${i + 1} | ${int(r.direct?.rps)} | ${f2(r.direct?.p50)} / ${f2(r.direct?.p99)} | ${int(r.prx?.rps)} | ${f2(r.prx?.p50)} / ${f2(r.prx?.p99)} |`),
+    MARK_END,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+/** `md` with its gRPC section replaced by `section` (appended when it has none). */
+export function withGrpcSection(md, section) {
+  const b = md.indexOf(MARK_BEGIN);
+  const e = md.indexOf(MARK_END);
+  if (b >= 0 && e > b) return md.slice(0, b) + section + md.slice(e + MARK_END.length + (md[e + MARK_END.length] === '\n' ? 1 : 0));
+  return `${md}${md.length === 0 || md.endsWith('\n\n') ? '' : md.endsWith('\n') ? '\n' : '\n\n'}${section}`;
+}
+
+async function benchRun(o) {
+  if (!existsSync(join(REPO, 'dist', 'cli', 'prx.js'))) usageError('dist/ is missing: run `npm run build` first (npm run bench does)');
+  const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-grpc-'));
+  const stop = async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all([...children].map((c) => stopped(c, 5000)));
+    rmSync(scratch, { recursive: true, force: true });
+  };
+  const onSignal = () => void stop().then(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const server = started(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
+    const upstream = JSON.parse(await firstLine(server, 15000, 'the grpc-js server')).port;
+    const proxy = await freePort();
+    const admin = await freePort();
+    const config = join(scratch, 'prx.yaml');
+    writeFileSync(config, JSON.stringify(prxConfig({ proxy, admin, upstream }), null, 2));
+    const prx = started(1, join(REPO, 'bin', 'prx'), [config], ['ignore', 'pipe', 'pipe']);
+    let prxOut = '';
+    prx.stdout.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
+    prx.stderr.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
+    // prx is ready when a call through it succeeds (a 1 s client run, repeated up to 15 s)
+    const until = Date.now() + 15000;
+    for (;;) {
+      if (prx.exitCode !== null) throw new Error(`prx exited (${prx.exitCode}):\n${prxOut}`);
+      const probe = await measure(o, proxy, 1, 0).catch(() => null);
+      if (probe !== null && probe.calls > 0 && probe.errors === 0) break;
+      if (Date.now() > until) throw new Error(`no unary call succeeds through prx (${probe?.firstError ?? 'client failed'}); prx output:\n${prxOut}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    process.stdout.write(`gRPC unary benchmark: ${o.rounds} round(s) × ${o.duration} s per target, ${o.concurrency} concurrent calls${canPin ? '; client and server on cpu0, prx on cpu1' : ''}\n`);
+    const rounds = [];
+    for (let i = 0; i < o.rounds; i++) {
+      const round = {};
+      for (const target of i % 2 === 0 ? ['direct', 'prx'] : ['prx', 'direct']) {
+        const cpu0 = target === 'prx' ? cpuSeconds(prx.pid) : null;
+        const r = await measure(o, target === 'prx' ? proxy : upstream, o.duration, o.warmup);
+        if (target === 'prx') {
+          const cpu1 = cpuSeconds(prx.pid);
+          r.cpuUsPerCall = cpu0 !== null && cpu1 !== null && r.total > 0 ? ((cpu1 - cpu0) * 1e6) / r.total : null;
+          r.rssMiB = rssMiB(prx.pid);
+        }
+        round[target] = r;
+        process.stdout.write(`  r${i + 1} ${target}: ${int(r.rps)} rps, p50 ${f3(r.p50)} ms, p99 ${f3(r.p99)} ms, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`);
+      }
+      rounds.push(round);
+    }
+    const grpcJs = JSON.parse(readFileSync(join(REPO, 'node_modules', '@grpc', 'grpc-js', 'package.json'), 'utf8')).version;
+    const section = renderGrpcSection({
+      rounds, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
+      warmup: o.warmup, pinning: canPin, node: process.version, grpcJs,
+    });
+    mkdirSync(dirname(o.md), { recursive: true });
+    writeFileSync(o.md, withGrpcSection(existsSync(o.md) ? readFileSync(o.md, 'utf8') : '', section));
+    process.stdout.write(`\n${section}\nwritten: ${o.md}\n`);
+    return rounds.some((r) => r.prx.calls === 0) ? 1 : 0;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await stop();
+  }
+}
+
+async function main() {
+  const o = options(process.argv.slice(2));
+  if (o.role === 'server') return serverRole().then(() => undefined);
+  if (o.role === 'client') {
+    if (o.port === undefined) usageError('--role client needs --port');
+    await clientRole(o);
+    return 0;
+  }
+  if (o.role !== undefined) usageError(`--role must be server or client, got ${JSON.stringify(o.role)}`);
+  if (o.otherMode !== undefined) {
+    process.stdout.write(`gRPC unary benchmark: skipped (${o.otherMode} is another suite's mode)\n`);
+    return 0;
+  }
+  return benchRun(o);
+}
+
+if (process.argv[1] === SELF) {
+  main().then(
+    (code) => {
+      if (code !== undefined) process.exit(code);
+    },
+    (e) => {
+      process.stderr.write(`bench-grpc: ${e?.stack ?? e}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,150 @@
+// The gRPC benchmark (scripts/bench-grpc.mjs) and the h2 soak (scripts/h2-soak.ts), run briefly:
+// real grpc-js clients and servers, the real bin/prx (npm run build first). The full runs take
+// minutes and are not tests; these check that the scripts measure, report and judge.
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../../', import.meta.url));
+const BENCH = join(REPO, 'scripts', 'bench-grpc.mjs');
+
+interface Ran {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(args: readonly string[], timeoutMs = 60_000): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { cwd: REPO });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('bench-grpc roles', () => {
+  let server: ChildProcess;
+  let port: number;
+
+  before(async () => {
+    server = spawn(process.execPath, [BENCH, '--role', 'server'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const line = await new Promise<string>((resolve, reject) => {
+      const lines = createInterface({ input: server.stdout! });
+      lines.once('line', resolve);
+      server.once('exit', (code) => reject(new Error(`server exited (${code})`)));
+    });
+    port = (JSON.parse(line) as { port: number }).port;
+  });
+
+  after(async () => {
+    server.stdin!.end(); // the server role exits when its stdin closes
+    await new Promise((r) => (server.exitCode === null ? server.once('exit', r) : r(null)));
+  });
+
+  it('the client measures unary calls against the server: rps, p50 ≤ p99, no errors', async () => {
+    const r = await run([BENCH, '--role', 'client', '--port', String(port), '--duration', '1', '--warmup', '0', '--concurrency', '4']);
+    assert.equal(r.code, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { calls: number; errors: number; rps: number; p50: number; p99: number };
+    assert.ok(out.calls > 0 && out.rps > 0, r.stdout);
+    assert.equal(out.errors, 0);
+    assert.ok(out.p50 > 0 && out.p50 <= out.p99, r.stdout);
+  });
+});
+
+describe('bench-grpc options', () => {
+  it('rejects unknown options and malformed numbers with exit 2; skips in the other suites’ modes', async () => {
+    for (const args of [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both']]) {
+      const r = await run([BENCH, ...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^bench-grpc: /);
+    }
+    const skipped = await run([BENCH, '--report', '/nowhere', '--conns', '16']);
+    assert.equal(skipped.code, 0, skipped.stderr);
+    assert.match(skipped.stdout, /skipped \(--report is another suite's mode\)/);
+  });
+});
+
+describe('bench-grpc through prx (1 round × 1 s)', () => {
+  let dir: string;
+  before(() => (dir = mkdtempSync(join(tmpdir(), 'prx-bench-grpc-test-'))));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('measures direct and prx in the same run and writes its section into latest.md, replacing its own', async () => {
+    const md = join(dir, 'latest.md');
+    const before = '# prx proxy benchmark — earlier\n\n| HTTP rows |\n\n';
+    const stale = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->\n## gRPC unary — stale\n<!-- bench-grpc: end -->\n';
+    const afterIt = '\n## Something after it\n';
+    writeFileSync(md, before + stale + afterIt);
+    const r = await run([BENCH, '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--md', md]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /r1 direct: [\d,]+ rps/);
+    assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
+    const text = readFileSync(md, 'utf8');
+    assert.ok(text.startsWith(before), 'what was before the section is kept');
+    assert.ok(text.endsWith(afterIt), 'what was after the section is kept');
+    assert.doesNotMatch(text, /stale/);
+    assert.equal(text.split('## gRPC unary').length, 2, 'one gRPC section');
+    assert.match(text, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
+    assert.match(text, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
+    assert.match(text, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
+    assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
+  });
+});
+
+describe('scripts/h2-soak.ts (3 s)', () => {
+  it('keeps a bidi stream and unary load through prx, reports them, and passes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'prx-h2-soak-test-'));
+    try {
+      const json = join(dir, 'soak.json');
+      const r = await run(['--import', 'tsx', join(REPO, 'scripts', 'h2-soak.ts'), '--duration', '3s', '--interval', '1s', '--rps', '100', '--json', json], 60_000);
+      assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /\[\s+1 s\] bidi sent \d+ recv \d+/);
+      assert.match(r.stdout, /PASS/);
+      const s = JSON.parse(readFileSync(json, 'utf8')) as {
+        ok: boolean;
+        bidi: { sent: number; received: number; stalls: number; status: string };
+        unary: { ok: number; failed: number; p99Ms: number };
+        prx: { rssMiB: { start: number; peak: number; end: number }; fds: { start: number; end: number } };
+      };
+      assert.equal(s.ok, true);
+      assert.ok(s.bidi.sent > 100, JSON.stringify(s)); // a message every 10 ms for 3 s
+      assert.equal(s.bidi.received, s.bidi.sent);
+      assert.equal(s.bidi.stalls, 0);
+      assert.equal(s.bidi.status, 'OK');
+      assert.ok(s.unary.ok > 150 && s.unary.failed === 0, JSON.stringify(s.unary));
+      assert.ok(s.prx.rssMiB.start > 0 && s.prx.rssMiB.peak >= s.prx.rssMiB.start && s.prx.fds.end > 0, JSON.stringify(s.prx));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails, naming it, when the bidi stream stalls or a unary call fails (--inject)', async () => {
+    const soak = (fault: string) => run(['--import', 'tsx', join(REPO, 'scripts', 'h2-soak.ts'), '--duration', '3s', '--rps', '50', '--inject', fault], 60_000);
+    const [stall, unaryError] = await Promise.all([soak('stall'), soak('unary-error')]);
+    assert.equal(stall.code, 1, `${stall.stdout}\n${stall.stderr}`);
+    assert.match(stall.stdout, /1 stall\(s\) over 1000 ms/);
+    assert.match(stall.stdout, /FAIL:\n\s+- bidi: no echo for 1\d{3} ms/);
+    assert.equal(unaryError.code, 1, `${unaryError.stdout}\n${unaryError.stderr}`);
+    assert.match(unaryError.stdout, /unary: 1 failed \(1× INTERNAL: injected by --inject unary-error\)/);
+    assert.match(unaryError.stdout, /0 stall\(s\)/);
+  });
+
+  it('rejects a malformed duration with exit 2', async () => {
+    const r = await run(['--import', 'tsx', join(REPO, 'scripts', 'h2-soak.ts'), '--duration', 'forever']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--duration must be a duration like 60s, 30m or 2h/);
+  });
+});
