@@ -38,6 +38,15 @@ export class H2ClientProtocol {
     return isTlsFailure(err);
   }
 
+  /**
+   * Whether a failure is the connection's (refused, reset, TLS, a session gone): one that
+   * requeues could not place elsewhere is a failed connection. A refused stream is the peer's
+   * answer: after the requeues it passes through as the reset it is.
+   */
+  isConnectFailure(err: unknown): boolean {
+    return !(err instanceof StreamResetError) && isUnsentFailure(err);
+  }
+
   isRequeueable(err: unknown, ex: H2Exchange | undefined): boolean {
     if (ex?.responded === true) return false;
     return isUnsentFailure(err);

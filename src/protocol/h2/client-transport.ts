@@ -208,9 +208,16 @@ export class H2Exchange {
     stream.on('response', (headers, flags) => this.#response(headers, flags));
     stream.on('trailers', (t: IncomingHttpHeaders) => (this.trailers = t));
     stream.on('error', (err: Error) => {
-      this.error ??= resetOf(stream) ?? err;
+      // A stream error is the peer's RST_STREAM; anything else (refused, reset connection, TLS)
+      // keeps its own cause, although node also gives the stream a code.
+      this.error ??= ((err as { code?: unknown }).code === 'ERR_HTTP2_STREAM_ERROR' ? resetOf(stream) : undefined) ?? err;
     });
-    stream.once('end', () => (this.ended = true));
+    stream.once('end', () => {
+      // Node ends the readable side on a peer's RST_STREAM(CANCEL) too: a reset is not an end.
+      const reset = resetOf(stream);
+      if (reset === undefined) this.ended = true;
+      else this.error ??= reset;
+    });
     stream.once('close', () => this.#closed(stream));
     req.body?.attach(stream);
   }

@@ -377,7 +377,8 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
 
   /** The failure a request gets once it cannot be requeued again: a rejection stays one. */
   #requeueFailed(endpoint: Endpoint<Req, Ex>, cause: Error): Error {
-    return cause instanceof TooManyWaitersError ? cause : this.#connectionFailed(endpoint, cause);
+    if (cause instanceof TooManyWaitersError || this.#protocol.isConnectFailure?.(cause) === false) return cause;
+    return this.#connectionFailed(endpoint, cause);
   }
 
   #connectionFailed(endpoint: Endpoint<Req, Ex>, cause: Error): ConnectionFailedError {

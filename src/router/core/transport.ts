@@ -65,6 +65,12 @@ export interface ClientProtocol<Req, Ex extends Exchange, TransportOpts, Classif
   isReplayable(req: Req): boolean;
   /** Whether `err` is a failed TLS handshake (logged, rate-limited, for the operator). */
   isTlsFailure(err: unknown): boolean;
+  /**
+   * Whether a requeueable failure is the connection's, so that running out of requeues fails the
+   * request with a ConnectionFailedError; false keeps the failure as it is (an h2 refused stream).
+   * Absent: every requeueable failure is a connection's.
+   */
+  isConnectFailure?(err: unknown): boolean;
   /** Whether an attempt that failed with `err` is safe to send to another endpoint (nothing reached the peer). */
   isRequeueable(err: unknown, ex: Ex | undefined): boolean;
   /** The class of a response, at its head: decides retries, and stats unless {@link endClass} overrides it. */

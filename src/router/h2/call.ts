@@ -179,8 +179,17 @@ export class H2Call {
       if (!down.destroyed) down.sendTrailers(this.#responseTrailers(ex));
     });
     if (buffered !== undefined) for (const chunk of buffered) down.write(chunk);
-    if (up.readableEnded) down.end();
-    else up.pipe(down);
+    if (up.readableEnded) this.#upstreamEnded(ex);
+    else {
+      // Not ended by pipe: an upstream reset also ends the readable side, and must not look like an end.
+      up.pipe(down, { end: false });
+      up.once('end', () => this.#upstreamEnded(ex));
+    }
+  }
+
+  /** The upstream body ended: end the client's stream (trailers follow), unless it was a reset (#upstreamClosed). */
+  #upstreamEnded(ex: H2Exchange): void {
+    if (ex.ended && !this.stream.destroyed) this.stream.end();
   }
 
   #responseHeaders(ex: H2Exchange): http2.OutgoingHttpHeaders {

@@ -43,6 +43,9 @@ function enriched(err: unknown, r: FailedRequest): unknown {
 /** The answer to a failure of request `r`. */
 export function answerFor(err: unknown, r: FailedRequest): H2Answer {
   const e = enriched(err, r);
+  // An upstream reset passes through as it is, gRPC or not: the client's library knows what
+  // REFUSED_STREAM (safe to retry), CANCEL and INTERNAL_ERROR mean.
+  if (e instanceof StreamResetError && e.by === 'upstream') return { kind: 'reset', code: e.h2Code === H2Code.NO_ERROR ? H2Code.INTERNAL_ERROR : e.h2Code };
   if (r.grpc) return { kind: 'grpc', status: grpcStatusFor(e), message: e instanceof Error ? e.message : String(e) };
   if (e instanceof StreamResetError) return { kind: 'reset', code: e.by === 'upstream' ? e.h2Code : H2Code.CANCEL };
   if (e instanceof UnknownDestinationError) return { kind: 'reset', code: H2Code.REFUSED_STREAM };

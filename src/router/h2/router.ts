@@ -12,7 +12,9 @@ import type { IdentifiableRequest, RouterContext } from '../core/types.js';
 import { H2Params, type ResolvedH2Client } from './params.js';
 import type { H2RouterConfig } from './schema.js';
 import { H2ServerHandler } from './server.js';
-import type { H2RouterHost } from './types.js';
+import type { H2PathService, H2RouterHost } from './types.js';
+import { GrpcStatusCounters } from '../../protocol/h2/stats.js';
+import { serviceStats } from '../../service/stats/index.js';
 
 /**
  * The `h2` router (HTTP/2 and gRPC): servers that identify each stream, bind its name through the
@@ -25,6 +27,7 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
   readonly accessLog: AccessLog | undefined;
   readonly via = new ViaStamp();
   readonly #trace: (headers: IncomingHttpHeaders) => TraceId;
+  readonly #serviceGrpc = new WeakMap<H2PathService, GrpcStatusCounters>();
 
   constructor(cfg: H2RouterConfig, ctx: RouterContext) {
     super('h2', cfg, ctx, h2RoutingAdapter(new H2Params(cfg.client, cfg.service)));
@@ -47,6 +50,19 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
             onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
           });
     for (const s of cfg.servers) this.addServer(s.ip, s.port, new H2ServerHandler(this, s));
+  }
+
+  /**
+   * Per path service, so they go with it: a name's service scope is pruned when its last path
+   * service closes, and a later one makes new counters.
+   */
+  serviceGrpc(svc: H2PathService): GrpcStatusCounters {
+    let c = this.#serviceGrpc.get(svc);
+    if (c === undefined) {
+      c = new GrpcStatusCounters(serviceStats(this.stats, svc.dst));
+      this.#serviceGrpc.set(svc, c);
+    }
+    return c;
   }
 
   trace(headers: IncomingHttpHeaders): TraceId {

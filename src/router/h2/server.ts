@@ -106,7 +106,10 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
       if (status > 0) b.statuses.record(status);
       const ex = call.served?.attempt.exchange;
       const g = ex === undefined ? (call.grpc && status === 200 ? readGrpcStatus(call.stream.sentHeaders) : undefined) : grpcStatusOf(ex);
-      if (g !== undefined) b.grpc.record(g);
+      if (g !== undefined) {
+        b.grpc.record(g);
+        if (call.service !== undefined) this.router.serviceGrpc(call.service).record(g);
+      }
       const rst = call.stream.rstCode;
       if (rst !== undefined && rst !== H2Code.NO_ERROR) b.resets.record(rst);
     }

@@ -10,6 +10,7 @@ import type { Lease } from '../core/cache.js';
 import type { PathService, Served } from '../core/path-service.js';
 import type { StatsReceiver } from '../../service/stats/index.js';
 import type { H2RouterConfig } from './schema.js';
+import type { GrpcStatusCounters } from '../../protocol/h2/stats.js';
 
 export type H2PathService = PathService<H2Request, H2Exchange, H2Classification>;
 export type H2Served = Served<H2Request, H2Exchange>;
@@ -31,4 +32,6 @@ export interface H2RouterHost {
   /** Reads the trace context from the request headers and writes the client span's. */
   trace(headers: IncomingHttpHeaders): TraceId;
   pathService(dst: Path, localDtab: Dtab): Lease<H2PathService>;
+  /** `rt/<label>/service/<dst>/grpc/<code>` of a path service. */
+  serviceGrpc(svc: H2PathService): GrpcStatusCounters;
 }

@@ -132,7 +132,7 @@ describe('prx failures are gRPC statuses', () => {
     assert.notEqual(prxErr(e), '');
   });
 
-  it('the backend is down: UNAVAILABLE naming the address, with prx-err', { todo: 'router bug: connection refused reads "stream reset by upstream: INTERNAL_ERROR" (the stream\'s rstCode hides ECONNREFUSED)' }, async () => {
+  it('the backend is down: UNAVAILABLE naming the address, with prx-err', async () => {
     const port = await freePort();
     const e = await unavailable(grpcRouterConfig(`/$/inet/127.1/${port}`));
     assert.equal(e.code, grpc.status.UNAVAILABLE, e.message);

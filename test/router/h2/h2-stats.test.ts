@@ -71,7 +71,7 @@ describe('h2 router stats', () => {
     assert.equal(rt.metric(`${service}/requests`), 3);
   });
 
-  it('gRPC statuses are counted under grpc/<code> in the service scope too', { todo: 'router gap (vs H2-PLAN): no grpc/<code> under rt/h2/service/<dst>' }, () => {
+  it('gRPC statuses are counted under grpc/<code> in the service scope too', () => {
     // Counted by the test above: two OK, one NOT_FOUND.
     assert.equal(rt.metric(`${service}/grpc/0`), 2);
     assert.equal(rt.metric(`${service}/grpc/5`), 1);

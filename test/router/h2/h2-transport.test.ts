@@ -170,7 +170,7 @@ describe('non-gRPC failures of the router', () => {
     }
   });
 
-  it('the backend is down: 502 with prx-err naming the address', { todo: 'router bug: connection refused is RST_STREAM INTERNAL_ERROR, no 502' }, async () => {
+  it('the backend is down: 502 with prx-err naming the address', async () => {
     const port = await freePort();
     const rt = await startH2Router({ dtab: `/svc/web => /$/inet/127.0.0.1/${port}` });
     const s = h2Connect(rt.port);
