@@ -181,11 +181,27 @@ export class H2Call {
     if (buffered !== undefined) for (const chunk of buffered) down.write(chunk);
     if (up.readableEnded) this.#upstreamEnded(ex);
     else {
-      // Not ended by pipe: an upstream reset also ends the readable side, and must not look like an end.
-      up.pipe(down, { end: false });
-      up.once('end', () => this.#upstreamEnded(ex));
+      // Forwarded by hand rather than piped (pipe's bookkeeping costs more than the response on
+      // small gRPC calls), and not ended by pipe: an upstream reset also ends the readable side.
+      this.#up = up;
+      up.on('data', this.#onUpData);
+      up.once('end', this.#onUpEnd);
+      down.on('drain', this.#onDownDrain);
     }
   }
+
+  #up: http2.ClientHttp2Stream | undefined;
+  readonly #onUpData = (chunk: Buffer): void => {
+    // The client's flow control holds the upstream back: read no more until it drains.
+    if (!this.stream.write(chunk)) this.#up?.pause();
+  };
+  readonly #onDownDrain = (): void => {
+    this.#up?.resume();
+  };
+  readonly #onUpEnd = (): void => {
+    const ex = this.served?.attempt.exchange;
+    if (ex !== undefined) this.#upstreamEnded(ex);
+  };
 
   /** The upstream body ended: end the client's stream (trailers follow), unless it was a reset (#upstreamClosed). */
   #upstreamEnded(ex: H2Exchange): void {
