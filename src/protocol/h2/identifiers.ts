@@ -17,6 +17,7 @@ import { Path, utf8ToBinary } from '../../naming/index.js';
 import {
   composeIdentifiers,
   firstHeader,
+  HeaderTokenIdentifier,
   PathIdentifier,
   unidentified,
   type HttpIdentifier,
@@ -31,28 +32,11 @@ function defineH2Identifier<Cfg>(def: { kind: string; schema: z.ZodType<Cfg>; cr
   registerKind<Cfg, IdentifierContext, HttpIdentifier>({ family: 'h2Identifier', ...def });
 }
 
-/** `io.prx.header.token`: one header's value as one segment (`:authority` by default). */
-class H2HeaderTokenIdentifier implements HttpIdentifier {
-  readonly #prefix: readonly string[];
-  readonly #header: string;
-  readonly #absent: Identification;
-  constructor(dstPrefix: Path, header: string) {
-    this.#prefix = dstPrefix.elems;
-    this.#header = header.toLowerCase();
-    this.#absent = unidentified(`${header} header is absent`);
-  }
-
-  identify(req: IdentifyRequest): Identification {
-    const value = firstHeader(req.headers, this.#header);
-    if (value === undefined || value === '') return this.#absent;
-    return { kind: 'identified', dst: Path.fromElems([...this.#prefix, utf8ToBinary(value)]) };
-  }
-}
-
+// `io.prx.header.token`: HTTP/1.1's identifier on another header, `:authority` by default.
 defineH2Identifier({
   kind: 'io.prx.header.token',
   schema: z.strictObject({ ...kindShape('io.prx.header.token'), header: nonEmptyString.default(':authority') }),
-  create: (cfg, ctx) => new H2HeaderTokenIdentifier(ctx.dstPrefix, cfg.header),
+  create: (cfg, ctx) => new HeaderTokenIdentifier(ctx.dstPrefix, cfg.header),
 });
 
 /**
