@@ -187,6 +187,9 @@ export class H2Call {
       up.on('data', this.#onUpData);
       up.once('end', this.#onUpEnd);
       down.on('drain', this.#onDownDrain);
+      // A response read ahead for classification was paused: a 'data' listener alone does not
+      // restart a stream paused explicitly.
+      up.resume();
     }
   }
 
