@@ -104,6 +104,20 @@ describe('h2 router smoke', () => {
     assert.equal(g.headers['grpc-status'], '14');
   });
 
+  it('a refused request whose body is still coming completes (the body is let through and dropped)', async () => {
+    const requests = (): number => (rt.registry.find(`rt/h2/server/127.0.0.1/${rt.port}/requests`)?.metric as { value?: number } | undefined)?.value ?? 0;
+    const before = requests();
+    // Refused while routing (no route: 502) and before it (a bad prx-dtab: 400).
+    const r = await request(rt.port, { ':method': 'POST', ':path': '/up', ':authority': 'none' }, Buffer.alloc(1 << 20, 1));
+    assert.equal(r.headers[':status'], 502);
+    const bad = await request(rt.port, { ':method': 'POST', ':path': '/up', ':authority': 'web', 'prx-dtab': '/a=>' }, Buffer.alloc(1 << 20, 1));
+    assert.equal(bad.headers[':status'], 400);
+    // The server counts the stream when it closes on its side, just after the client's.
+    const counted = (): number => requests() - before;
+    for (let i = 0; i < 100 && counted() < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(counted(), 2, 'both streams completed');
+  });
+
   it('takes an HTTP/1.1 Upgrade: h2c request as stream 1 (curl --http2)', async () => {
     const { stdout } = await promisify(execFile)('curl', ['-s', '--http2', '-H', 'Host: web', `http://127.0.0.1:${rt.port}/up`], { encoding: 'utf8', timeout: 10_000 });
     assert.equal(stdout, 'GET /up ');

@@ -56,7 +56,9 @@ test('percentiles stay within 0.5% for arbitrary data', () => {
       const s = h.snapshotAndReset();
       const sorted = [...values].sort((a, b) => a - b);
       const exact = sorted[Math.max(0, Math.round(0.5 * values.length) - 1)] as number;
-      return Math.abs(s.p50 - exact) <= Math.max(1, exact * 0.005);
+      // 0.5% of the value, plus one unit: bucket limits are integers, so a bucket can be one
+      // wider than 1% (counterexample [5192959, 5218924, 0]: off by 25,965 where 0.5% is 25,964.8).
+      return Math.abs(s.p50 - exact) <= exact * 0.005 + 1;
     }),
     { numRuns: 500 },
   );

@@ -32,8 +32,8 @@ export interface H2Request {
   readonly method: string;
   /** Pseudo-headers and headers as sent upstream (the router stamps `prx-dst-*` per attempt). */
   readonly headers: OutgoingHttpHeaders;
-  /** The body, or null when the request ended with its headers. */
-  readonly body: H2RequestBody | null;
+  /** The body, or null when the request ended with its headers (set once the service is known). */
+  body: H2RequestBody | null;
   /** Set by the router from the service's parameters before the request is served. */
   classification: H2Classification | undefined;
   /** The downstream TLS client's certificate as `x-forwarded-client-cert`, for clients that forward it. */

@@ -85,7 +85,7 @@ export class H2Call {
         const te = this.headers['te'];
         this.#body = new H2RequestBody(this.stream, c.requestBytes, typeof te === 'string' && te.includes('trailers'));
       }
-      (req as { body: H2RequestBody | null }).body = this.#body;
+      req.body = this.#body;
       if (this.handle.cancelled !== undefined) throw this.handle.cancelled;
       const served = await svc.serve(req, this.handle, this.bindDeadline, this.started);
       this.served = served;
@@ -247,6 +247,7 @@ export class H2Call {
     if (answer.kind !== 'reset' || (err instanceof Error && !(err instanceof StreamResetError))) {
       router.log.debug({ err: err instanceof Error ? err.message : String(err), dst: this.dst?.show }, 'h2 request failed');
     }
+    // A body nobody will read is let through and dropped, so the stream can close.
     this.#body?.drain();
     this.status = sendAnswer(this.stream, answer, this.server.cfg.clearContext, 8192);
   }

@@ -1,8 +1,9 @@
 /**
  * A fixed-memory histogram with log-linear buckets, in the spirit of Finagle's BucketedHistogram:
  * values are integers in [0, 2^31-1]; buckets are one unit wide up to about 100 and then grow by
- * 1% each, so a reported percentile (a bucket midpoint) is within 0.5% of the true value. About 1800
- * buckets (7 KB) per histogram, allocated on the first `add`.
+ * 1% each, so a reported percentile (a bucket midpoint) is within 0.5% of the true value, plus
+ * at most one unit from the integer bucket limits. About 1800 buckets (7 KB) per histogram,
+ * allocated on the first `add`.
  */
 
 /** Quantiles reported by every snapshot, as `p50`, `p90`, `p95`, `p99`, `p9990`, `p9999`. */
