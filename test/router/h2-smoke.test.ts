@@ -123,3 +123,28 @@ describe('h2 router smoke', () => {
     assert.equal(stdout, 'GET /up ');
   });
 });
+
+describe('h2 access log', () => {
+  it('writes one line per stream, with the HTTP/2.0 protocol, to h2AccessLog', async () => {
+    const { mkdtempSync, readFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'prx-h2-log-'));
+    const backend = http2.createServer((req, res) => res.end('ok'));
+    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+    const bport = (backend.address() as AddressInfo).port;
+    const rt = await startH2Router({ dtab: `/svc/web => /$/inet/127.0.0.1/${bport}`, h2AccessLog: join(dir, 'access.log') });
+    try {
+      const r = await request(rt.port, { ':method': 'GET', ':path': '/logged?x=1', ':authority': 'web', 'user-agent': 'smoke' });
+      assert.equal(r.headers[':status'], 200);
+    } finally {
+      // Closing the router flushes the log.
+      await rt.router.close(Date.now() + 500);
+      rt.registry.close();
+      await new Promise<void>((r) => backend.close(() => r()));
+    }
+    const lines = readFileSync(join(dir, 'access.log'), 'utf8').trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.match(lines[0] as string, /^web 127\.0\.0\.1 - - \[[^\]]+\] "GET \/logged\?x=1 HTTP\/2\.0" 200 - "-" "smoke"$/);
+  });
+});

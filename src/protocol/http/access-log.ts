@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import type { InboundRequest } from './h1/server.js';
 import {
   nextRollTime,
+  parseRollPolicy,
   pruneRotated,
   rollSuffix,
   rotatedPath,
@@ -79,6 +80,24 @@ export interface AccessLogOptions {
   readonly clock?: () => number;
   /** Told about the first write/roll failure only; logging carries on where it can. */
   readonly onError?: (err: Error) => void;
+}
+
+/**
+ * A router's access log from its four keys (`httpAccessLog*`, `h2AccessLog*`), or undefined when
+ * no path is configured; write failures go to `log`.
+ */
+export function routerAccessLog(
+  keys: { readonly path: string | undefined; readonly rollPolicy: string; readonly append: boolean; readonly rotateCount: number },
+  log: { error(obj: object, msg: string): void },
+): AccessLog | undefined {
+  if (keys.path === undefined) return undefined;
+  return new AccessLog({
+    path: keys.path,
+    rollPolicy: parseRollPolicy(keys.rollPolicy),
+    append: keys.append,
+    rotateCount: keys.rotateCount,
+    onError: (err) => log.error({ err: err.message }, 'access log write failed'),
+  });
 }
 
 type Op = { kind: 'write'; lines: string[] } | { kind: 'roll'; openedAt: number };

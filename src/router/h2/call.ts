@@ -52,6 +52,8 @@ export class H2Call {
   traceId: TraceId | undefined;
   served: H2Served | undefined;
   service: H2PathService | undefined;
+  /** The client's address, kept for the access log (a closed stream no longer has its session). */
+  readonly remoteAddress: string | undefined;
   /** The status sent downstream (0: none, or a reset). */
   status = 0;
   /** The final class of a forwarded response. */
@@ -67,6 +69,7 @@ export class H2Call {
     this.grpc = isGrpcContentType(headers['content-type']);
     this.#hasBody = (flags & NGHTTP2_FLAG_END_STREAM) === 0;
     this.bindDeadline = Date.now() + server.router.bindingTimeoutMs;
+    this.remoteAddress = server.router.accessLog === undefined ? undefined : stream.session?.socket.remoteAddress;
     // Errors surface through 'close' and rstCode; an 'error' listener keeps them from being thrown.
     stream.on('error', noop);
     stream.once('close', () => this.#closed());

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { H2ClientProtocol } from '../../protocol/h2/client-protocol.js';
 import type { H2Classification, H2EndpointOptions, H2Exchange, H2Request } from '../../protocol/h2/client-transport.js';
 import { h2IdentifierFromConfig, type H2Identifier } from '../../protocol/h2/identifiers.js';
-import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
+import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.js';
 import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
 import type { TraceId } from '../../service/tracing.js';
@@ -39,16 +39,10 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
       return clientSpan(propagator, h, serverSpan(propagator, h, { tracer }), { tracer });
     };
     this.identifier = h2IdentifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
-    this.accessLog =
-      cfg.h2AccessLog === undefined
-        ? undefined
-        : new AccessLog({
-            path: cfg.h2AccessLog,
-            rollPolicy: parseRollPolicy(cfg.h2AccessLogRollPolicy),
-            append: cfg.h2AccessLogAppend,
-            rotateCount: cfg.h2AccessLogRotateCount,
-            onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
-          });
+    this.accessLog = routerAccessLog(
+      { path: cfg.h2AccessLog, rollPolicy: cfg.h2AccessLogRollPolicy, append: cfg.h2AccessLogAppend, rotateCount: cfg.h2AccessLogRotateCount },
+      this.log,
+    );
     for (const s of cfg.servers) this.addServer(s.ip, s.port, new H2ServerHandler(this, s));
   }
 

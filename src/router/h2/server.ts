@@ -128,10 +128,9 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     const log = this.router.accessLog;
     if (log !== undefined) {
       const h = call.headers;
-      const socket = call.stream.session?.socket;
       log.log({
         host: typeof h[':authority'] === 'string' ? h[':authority'] : '-',
-        remoteHost: socket?.remoteAddress ?? '-',
+        remoteHost: call.remoteAddress ?? '-',
         time: Date.now(),
         method: (h[':method']) ?? '-',
         uri: (h[':path']) ?? '-',

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
-import { AccessLog, parseRollPolicy } from '../../protocol/http/access-log.js';
+import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.js';
 import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
@@ -47,16 +47,10 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
     this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
-    this.accessLog =
-      cfg.httpAccessLog === undefined
-        ? undefined
-        : new AccessLog({
-            path: cfg.httpAccessLog,
-            rollPolicy: parseRollPolicy(cfg.httpAccessLogRollPolicy),
-            append: cfg.httpAccessLogAppend,
-            rotateCount: cfg.httpAccessLogRotateCount,
-            onError: (err) => this.log.error({ err: err.message }, 'access log write failed'),
-          });
+    this.accessLog = routerAccessLog(
+      { path: cfg.httpAccessLog, rollPolicy: cfg.httpAccessLogRollPolicy, append: cfg.httpAccessLogAppend, rotateCount: cfg.httpAccessLogRotateCount },
+      this.log,
+    );
     for (const s of cfg.servers) this.addServer(s.ip, s.port, new HttpServerHandler(this, s));
   }
 
