@@ -2,6 +2,9 @@
 // bodies and trailers both ways, and the answers to no route and unidentified streams.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -126,9 +129,6 @@ describe('h2 router smoke', () => {
 
 describe('h2 access log', () => {
   it('writes one line per stream, with the HTTP/2.0 protocol, to h2AccessLog', async () => {
-    const { mkdtempSync, readFileSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const { join } = await import('node:path');
     const dir = mkdtempSync(join(tmpdir(), 'prx-h2-log-'));
     const backend = http2.createServer((req, res) => res.end('ok'));
     await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
