@@ -5,7 +5,6 @@ import { StatusCodeCounters, type StatsReceiver } from '../../service/stats/inde
 import type { H2Classification } from './client-transport.js';
 import { H2Transport, type H2EndpointOptions, type H2Exchange, type H2Request } from './client-transport.js';
 import { H2Code, StreamResetError } from './errors.js';
-import { readGrpcStatus } from './grpc.js';
 import { GrpcStatusCounters, ResetCounters } from './stats.js';
 
 // Node's codes of a stream that never left: its session was gone, or went away, before it was sent.
@@ -57,7 +56,7 @@ export class H2ClientProtocol {
       method: req.method,
       status: ex.status,
       ended: ex.ended,
-      grpcStatus: grpcStatusOf(ex),
+      grpcStatus: ex.grpcStatus,
       retryableHeader: ex.headers['prx-retryable'] === 'true',
     });
   }
@@ -83,15 +82,10 @@ export function h2EndClass(ex: H2Exchange): ResponseClass | undefined {
     method: ex.req.method,
     status: ex.status,
     ended: ex.ended,
-    grpcStatus: grpcStatusOf(ex),
+    grpcStatus: ex.grpcStatus,
     retryableHeader: ex.headers['prx-retryable'] === 'true',
     ...(ex.error === undefined ? {} : { error: ex.error }),
   });
-}
-
-/** The gRPC status of a response: from its trailers, or from a trailers-only head. */
-export function grpcStatusOf(ex: H2Exchange): number | undefined {
-  return readGrpcStatus(ex.trailers) ?? (ex.ended || ex.headers['grpc-status'] !== undefined ? readGrpcStatus(ex.headers) : undefined);
 }
 
 /** A client's `status/<code>` at the head, `grpc/<code>` once known, `resets/<CODE>` of upstream resets. */
@@ -112,7 +106,7 @@ export class H2ResponseStats {
 
   /** The exchange ended: its gRPC status and its reset, if any. */
   ended(ex: H2Exchange): void {
-    const g = grpcStatusOf(ex);
+    const g = ex.grpcStatus;
     if (g !== undefined) this.grpc.record(g);
     if (ex.error instanceof StreamResetError && ex.error.by === 'upstream') this.resets.record(ex.error.h2Code);
   }

@@ -15,6 +15,7 @@ import type { ResponseClass } from '../../service/classifier.js';
 import type { ClientTlsSettings } from '../../service/tls-settings.js';
 import { FLAG_END_STREAM, H2Code, http2Module, StreamResetError } from './errors.js';
 import type { H2Classifier } from './classifiers.js';
+import { readGrpcStatus } from './grpc.js';
 import { SESSION_OPTIONS } from './settings.js';
 
 const NGHTTP2_CANCEL = H2Code.CANCEL;
@@ -180,6 +181,8 @@ export class H2Exchange {
   buffered: Buffer[] | undefined;
   /** Told when the exchange ends (the client's end-of-stream stats). */
   endStats: { ended(ex: H2Exchange): void } | undefined;
+  /** The gRPC status once the exchange has finished (null: not read yet). */
+  #grpcStatus: number | undefined | null = null;
   #resolve!: () => void;
   #reject!: (e: Error) => void;
   #settled = false;
@@ -220,6 +223,18 @@ export class H2Exchange {
     });
     stream.once('close', () => this.#closed(stream));
     req.body?.attach(stream);
+  }
+
+  /**
+   * The response's gRPC status: from its trailers, or from a trailers-only head. Read once the
+   * exchange has finished (its classifier, the client's and the server's stats all ask).
+   */
+  get grpcStatus(): number | undefined {
+    if (this.#grpcStatus !== null) return this.#grpcStatus;
+    const h = this.headers;
+    const g = readGrpcStatus(this.trailers) ?? (this.ended || h['grpc-status'] !== undefined ? readGrpcStatus(h) : undefined);
+    if (this.finished) this.#grpcStatus = g;
+    return g;
   }
 
   /** The exchange is no longer wanted (a timeout, the caller left): reset the stream with CANCEL. */

@@ -11,7 +11,6 @@ import { clearContext, combineDeadlines, deadlineAfter, epochNanos, readDeadline
 import { clearResponseContext } from '../../protocol/http/headers/error-response.js';
 import { MaxConcurrentRequestsError, RoutingLoopError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
 import { appendVia, checkCallDepth } from '../../protocol/http/headers/via.js';
-import type { ResponseClass } from '../../service/classifier.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import type { TraceId } from '../../service/tracing.js';
 import type { Lease } from '../core/cache.js';
@@ -56,8 +55,6 @@ export class H2Call {
   readonly remoteAddress: string | undefined;
   /** The status sent downstream (0: none, or a reset). */
   status = 0;
-  /** The final class of a forwarded response. */
-  #class: ResponseClass | undefined;
   #lease: Lease<H2PathService> | undefined;
   #body: H2RequestBody | null = null;
   #done = false;
@@ -270,8 +267,7 @@ export class H2Call {
     let success = false;
     if (served !== undefined) {
       const protocolClass = ex === undefined ? undefined : h2EndClass(ex);
-      this.#class = protocolClass ?? served.responseClass;
-      success = this.#class === 'success' && !reset;
+      success = (protocolClass ?? served.responseClass) === 'success' && !reset;
       this.service?.record(success, performance.now() - this.started);
     }
     this.#lease?.release();

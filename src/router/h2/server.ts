@@ -2,7 +2,6 @@ import type * as http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { PlaintextH2Listener } from '../../protocol/h2/plaintext-listener.js';
 import { GrpcStatusCounters, ResetCounters } from '../../protocol/h2/stats.js';
-import { grpcStatusOf } from '../../protocol/h2/client-protocol.js';
 import { readGrpcStatus } from '../../protocol/h2/grpc.js';
 import { nodeSettings, SESSION_OPTIONS } from '../../protocol/h2/settings.js';
 import { H2Code, http2Module } from '../../protocol/h2/errors.js';
@@ -105,7 +104,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     if (b !== undefined) {
       if (status > 0) b.statuses.record(status);
       const ex = call.served?.attempt.exchange;
-      const g = ex === undefined ? (call.grpc && status === 200 ? readGrpcStatus(call.stream.sentHeaders) : undefined) : grpcStatusOf(ex);
+      const g = ex === undefined ? (call.grpc && status === 200 ? readGrpcStatus(call.stream.sentHeaders) : undefined) : ex.grpcStatus;
       if (g !== undefined) {
         b.grpc.record(g);
         if (call.service !== undefined) this.router.serviceGrpc(call.service).record(g);
