@@ -5,12 +5,12 @@
  * gRPC clients see UNAVAILABLE, DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED rather than a bare reset.
  */
 import type * as http2 from 'node:http2';
-import { Dtab } from '../../naming/index.js';
+import type { Dtab } from '../../naming/index.js';
 import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { GrpcStatus, grpcErrorHeaders } from '../../protocol/h2/grpc.js';
 import { errorHeaderValue, renderError } from '../../protocol/http/headers/error-response.js';
-import { DynBoundTimeoutError, InvalidDtabHeaderError, ProxyError, RichConnectionFailedError, RichNoBrokersAvailableError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
-import { BindingFailedError, BindingTimeoutError, ConnectionFailedError, FailureFlag, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
+import { InvalidDtabHeaderError, ProxyError, RichConnectionFailedError, RichNoBrokersAvailableError, richRoutingFailure, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
+import { BindingFailedError, FailureFlag, RouterFailure } from '../../service/failures.js';
 import { requestDtabFailure } from '../core/binding.js';
 
 /** What a failed stream gets. */
@@ -29,12 +29,8 @@ export interface FailedRequest {
 
 /** Linkerd's rich texts for the failures that become responses. */
 function enriched(err: unknown, r: FailedRequest): unknown {
-  const service = r.dst ?? 'unknown';
-  if (err instanceof NoBrokersAvailableError) return new RichNoBrokersAvailableError({ service, baseDtab: r.baseDtab, overrideDtab: r.localDtab ?? Dtab.empty });
-  if (err instanceof ConnectionFailedError) {
-    return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
-  }
-  if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  const rich = richRoutingFailure(err, { service: r.dst ?? 'unknown', baseDtab: r.baseDtab, localDtab: r.localDtab });
+  if (rich !== undefined) return rich;
   const budget = requestDtabFailure(err, r.localDtab);
   if (budget !== undefined) return new InvalidDtabHeaderError(budget.message, { cause: budget });
   return err;

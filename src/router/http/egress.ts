@@ -1,14 +1,11 @@
 import type { Socket } from 'node:net';
-import { Dtab } from '../../naming/index.js';
-import { BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError, RouterFailure } from '../../service/failures.js';
+import { RouterFailure } from '../../service/failures.js';
 import { renderError, ProxyErrorResponse } from '../../protocol/http/headers/error-response.js';
 import {
   ConflictingContentLengthError,
-  DynBoundTimeoutError,
   InvalidDtabHeaderError,
   ProxyError,
-  RichConnectionFailedError,
-  RichNoBrokersAvailableError,
+  richRoutingFailure,
   UpstreamFailureError,
 } from '../../protocol/http/headers/proxy-errors.js';
 import { forwardResponse } from '../../protocol/http/forward-response.js';
@@ -19,17 +16,10 @@ import type { HttpServed, RequestScope } from './types.js';
 /** Turns a failure anywhere in the request path into the error response Linkerd would send. */
 export function renderProxyError(ctx: RequestScope, err: unknown): unknown {
   if (err instanceof ProxyError || err instanceof ProxyErrorResponse) return err;
-  const service = ctx.dst?.show ?? 'unknown';
-  const router = ctx.server.router;
-  if (err instanceof NoBrokersAvailableError) {
-    return new RichNoBrokersAvailableError({ service, baseDtab: router.baseDtab, overrideDtab: ctx.localDtab ?? Dtab.empty });
-  }
-  if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  const rich = richRoutingFailure(err, { service: ctx.dst?.show ?? 'unknown', baseDtab: ctx.server.router.baseDtab, localDtab: ctx.localDtab });
+  if (rich !== undefined) return rich;
   const budget = requestDtabFailure(err, ctx.localDtab);
   if (budget !== undefined) return new InvalidDtabHeaderError(budget.message, { cause: budget });
-  if (err instanceof ConnectionFailedError) {
-    return new RichConnectionFailedError({ remote: err.address, service, client: err.clientId, addresses: err.addresses }, { cause: err });
-  }
   // The other core failures (timeouts, a full pool, an admin target) render as they are.
   if (err instanceof RouterFailure) return err;
   // undici's parser reports repeated Content-Length headers in a response head as a length mismatch.

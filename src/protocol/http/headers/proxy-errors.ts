@@ -5,7 +5,8 @@
  */
 import { PrxError } from '../../../core/errors.js';
 import { formatFinagleDuration } from '../../../core/duration.js';
-import { showPathTree, type Dtab } from '../../../naming/index.js';
+import { Dtab, showPathTree } from '../../../naming/index.js';
+import { BindingTimeoutError, ConnectionFailedError, NoBrokersAvailableError } from '../../../service/failures.js';
 
 /** A failure prx turns into its own HTTP response: `status`, and whether a retry is known safe. */
 export class ProxyError extends PrxError {
@@ -226,4 +227,18 @@ export class UpstreamFailureError extends ProxyError {
 export function describe(e: unknown): string {
   if (e instanceof Error) return e.message === '' ? e.name : e.message;
   return String(e);
+}
+
+/**
+ * Linkerd's rich answer to a router-core failure that names where routing went: no brokers (with
+ * the dtabs), a failed connection (with the addresses), a binding timeout; undefined for any other
+ * failure. Shared by every router that answers in HTTP terms (http, h2).
+ */
+export function richRoutingFailure(err: unknown, r: { readonly service: string; readonly baseDtab: Dtab; readonly localDtab: Dtab | undefined }): ProxyError | undefined {
+  if (err instanceof NoBrokersAvailableError) return new RichNoBrokersAvailableError({ service: r.service, baseDtab: r.baseDtab, overrideDtab: r.localDtab ?? Dtab.empty });
+  if (err instanceof ConnectionFailedError) {
+    return new RichConnectionFailedError({ remote: err.address, service: r.service, client: err.clientId, addresses: err.addresses }, { cause: err });
+  }
+  if (err instanceof BindingTimeoutError) return new DynBoundTimeoutError(err.timeoutMs, err.dst);
+  return undefined;
 }
