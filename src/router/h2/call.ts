@@ -6,7 +6,7 @@ import { h2EndClass } from '../../protocol/h2/client-protocol.js';
 import { H2RequestBody, type H2Exchange, type H2Request } from '../../protocol/h2/client-transport.js';
 import { FLAG_END_STREAM, H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { formatGrpcTimeout, isGrpcContentType, parseGrpcTimeout } from '../../protocol/h2/grpc.js';
-import { clientCertHeaderValue } from '../../protocol/http/headers/client-cert.js';
+import { peerCertHeader } from '../../protocol/http/headers/client-cert.js';
 import { clearContext, combineDeadlines, deadlineAfter, epochNanos, readDeadlineHeaders, readDtabHeaders, writeDeadlineHeader, writeDtabHeader } from '../../protocol/http/headers/context.js';
 import { clearResponseContext } from '../../protocol/http/headers/error-response.js';
 import { MaxConcurrentRequestsError, RoutingLoopError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
@@ -141,13 +141,10 @@ export class H2Call {
     }
   }
 
-  /** The `x-forwarded-client-cert` value of a TLS client's certificate, when it sent one. */
+  /** The `x-forwarded-client-cert` value of a TLS client's certificate (once per session). */
   #clientCert(): string | undefined {
-    if (!this.server.tls) return undefined;
-    const socket = this.stream.session?.socket as TLSSocket | undefined;
-    const cert = socket?.getPeerCertificate?.(false);
-    const raw = cert === undefined || cert === null ? undefined : (cert as { raw?: Buffer }).raw;
-    return raw === undefined ? undefined : clientCertHeaderValue(raw);
+    const session = this.stream.session;
+    return this.server.tls && session !== undefined ? peerCertHeader(session, session.socket as TLSSocket) : undefined;
   }
 
   /** Writes the upstream response head, then its body and trailers, as they come. */

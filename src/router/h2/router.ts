@@ -1,3 +1,4 @@
+import { writeDestinationHeaders } from '../../protocol/http/headers/client-cert.js';
 import type { IncomingHttpHeaders } from 'node:http2';
 import { H2ClientProtocol } from '../../protocol/h2/client-protocol.js';
 import type { H2Classification, H2EndpointOptions, H2Exchange, H2Request } from '../../protocol/h2/client-transport.js';
@@ -87,12 +88,8 @@ function h2RoutingAdapter(params: H2Params): RoutingAdapter<H2Request, H2Exchang
     params,
     prepareAttempt(req, name, id, client) {
       const h = req.headers;
-      h['prx-dst-client'] = id;
-      if (name.residual.isEmpty) delete h['prx-dst-residual'];
-      else h['prx-dst-residual'] = name.residual.show;
+      writeDestinationHeaders(h as Record<string, string | string[] | undefined>, id, name.residual.isEmpty ? undefined : name.residual.show, req.clientCert, client.forwardClientCert);
       h[':scheme'] = client.client.transport.tls === undefined ? 'http' : 'https';
-      if (client.forwardClientCert && req.clientCert !== undefined) h['x-forwarded-client-cert'] = req.clientCert;
-      else delete h['x-forwarded-client-cert'];
     },
   };
 }

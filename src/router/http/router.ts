@@ -1,3 +1,4 @@
+import { writeDestinationHeaders } from '../../protocol/http/headers/client-cert.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.js';
@@ -75,13 +76,7 @@ function httpRoutingAdapter(params: HttpParams): RoutingAdapter<OutboundRequest,
     protocol: HTTP_CLIENT_PROTOCOL,
     params,
     prepareAttempt(out, name, id, client) {
-      const h = out.headers;
-      h['prx-dst-client'] = id;
-      if (name.residual.isEmpty) delete h['prx-dst-residual'];
-      else h['prx-dst-residual'] = name.residual.show;
-      // Forward the inbound client certificate only to clients configured for it (anti-spoofing).
-      if (client.forwardClientCert && out.clientCert !== undefined) h['x-forwarded-client-cert'] = out.clientCert;
-      else delete h['x-forwarded-client-cert'];
+      writeDestinationHeaders(out.headers, id, name.residual.isEmpty ? undefined : name.residual.show, out.clientCert, client.forwardClientCert);
     },
   };
 }

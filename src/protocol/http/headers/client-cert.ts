@@ -9,7 +9,7 @@
  * is removed, so a client cannot forge it.
  */
 import { childrenOf, DerError, elementHex, oidString, readNode, stringValue, Tag, type DerNode } from './der.js';
-import { X_FORWARDED_CLIENT_CERT } from './names.js';
+import { PRX_DST_CLIENT, PRX_DST_RESIDUAL, X_FORWARDED_CLIENT_CERT } from './names.js';
 import type { HeaderMap } from './types.js';
 
 /** A peer certificate as Node's TLS socket reports it; only the DER bytes are used. */
@@ -146,4 +146,35 @@ export function applyClientCertHeader(headers: HeaderMap, cert: PeerCertificateL
     headerByCert.set(cert, value);
   }
   headers[X_FORWARDED_CLIENT_CERT] = value;
+}
+
+const peerValues = new WeakMap<object, string | null>();
+
+/**
+ * A TLS connection's client certificate as an `x-forwarded-client-cert` value, computed once per
+ * connection (`connection`: the h1 socket, the h2 session); undefined on plain connections or
+ * without a certificate.
+ */
+export function peerCertHeader(connection: object, socket: { getPeerCertificate?: (detailed: false) => { raw?: Buffer } | null } | undefined): string | undefined {
+  if (typeof socket?.getPeerCertificate !== 'function') return undefined;
+  let v = peerValues.get(connection);
+  if (v === undefined) {
+    const cert = socket.getPeerCertificate(false);
+    v = cert !== null && cert.raw !== undefined ? clientCertHeaderValue(cert.raw) : null;
+    peerValues.set(connection, v);
+  }
+  return v ?? undefined;
+}
+
+/**
+ * An attempt's destination headers (Linkerd's path and client stacks): `prx-dst-client`, the
+ * residual path when there is one, and the inbound client certificate only for clients configured
+ * to forward it (anyone else's `x-forwarded-client-cert` is removed: only the proxy asserts one).
+ */
+export function writeDestinationHeaders(headers: HeaderMap, clientId: string, residual: string | undefined, clientCert: string | undefined, forwardClientCert: boolean): void {
+  headers[PRX_DST_CLIENT] = clientId;
+  if (residual === undefined) delete headers[PRX_DST_RESIDUAL];
+  else headers[PRX_DST_RESIDUAL] = residual;
+  if (forwardClientCert && clientCert !== undefined) headers[X_FORWARDED_CLIENT_CERT] = clientCert;
+  else delete headers[X_FORWARDED_CLIENT_CERT];
 }
