@@ -328,8 +328,8 @@ export class HpackEncoder {
     let o = 0;
     if (this.#pendingMin !== -1) {
       // §4.2: signal the smallest size since the last block (it evicted), then the final one.
-      if (this.#pendingMin < this.#limit) o = writeInt(buf, o, 0x20, 0x1f, this.#pendingMin);
-      o = writeInt(buf, o, 0x20, 0x1f, this.#limit);
+      if (this.#pendingMin < this.#limit) o = writeInteger(buf, o, 0x20, 0x1f, this.#pendingMin);
+      o = writeInteger(buf, o, 0x20, 0x1f, this.#limit);
       this.#pendingMin = -1;
     }
     for (let i = 0; i + 1 < fields.length; i += 2) {
@@ -346,13 +346,13 @@ export class HpackEncoder {
         if (policy !== NEVER_INDEX) {
           const staticIndex = state.staticValues?.get(value);
           if (staticIndex !== undefined) {
-            o = writeInt(buf, o, 0x80, 0x7f, staticIndex);
+            o = writeInteger(buf, o, 0x80, 0x7f, staticIndex);
             continue;
           }
           if (state.dynamicCount !== 0) {
             const id = state.dynamicValues.get(value);
             if (id !== undefined) {
-              o = writeInt(buf, o, 0x80, 0x7f, STATIC_COUNT + 1 + this.#inserted - id);
+              o = writeInteger(buf, o, 0x80, 0x7f, STATIC_COUNT + 1 + this.#inserted - id);
               continue;
             }
           }
@@ -366,9 +366,9 @@ export class HpackEncoder {
       const size = name.length + value.length + ENTRY_OVERHEAD;
       if (policy === INDEX && size > this.#limit) policy = NO_INDEX;
       if (policy === INDEX) {
-        o = writeInt(buf, o, 0x40, 0x3f, nameIndex);
+        o = writeInteger(buf, o, 0x40, 0x3f, nameIndex);
       } else {
-        o = writeInt(buf, o, policy === NEVER_INDEX ? 0x10 : 0x00, 0x0f, nameIndex);
+        o = writeInteger(buf, o, policy === NEVER_INDEX ? 0x10 : 0x00, 0x0f, nameIndex);
       }
       if (nameIndex === 0) o = writeRawString(buf, o, name);
       o = writeRawString(buf, o, value);
@@ -448,8 +448,11 @@ export class HpackEncoder {
   }
 }
 
-/** An integer (§5.1) with `first`'s flag bits and a prefix of which `prefixMax` is all ones. */
-function writeInt(buf: Buffer, o: number, first: number, prefixMax: number, value: number): number {
+/**
+ * Writes an integer (§5.1) at `o` with `first`'s flag bits and an N-bit prefix whose all-ones value is
+ * `prefixMax` (2^N - 1); returns the offset after it.
+ */
+export function writeInteger(buf: Buffer, o: number, first: number, prefixMax: number, value: number): number {
   if (value < prefixMax) {
     buf[o++] = first | value;
     return o;
@@ -467,7 +470,7 @@ function writeInt(buf: Buffer, o: number, first: number, prefixMax: number, valu
 /** A raw (non-Huffman) string literal (§5.2): short strings by a loop, long ones by Node's writer. */
 function writeRawString(buf: Buffer, o: number, s: string): number {
   const n = s.length;
-  o = writeInt(buf, o, 0x00, 0x7f, n);
+  o = writeInteger(buf, o, 0x00, 0x7f, n);
   if (n < 32) {
     for (let k = 0; k < n; k++) buf[o + k] = s.charCodeAt(k);
   } else {
