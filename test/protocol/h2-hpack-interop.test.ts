@@ -177,7 +177,7 @@ describe('HPACK interop with nghttp2 (node:http2)', () => {
             }
           } catch (e) {
             clearTimeout(timer);
-            reject(e);
+            reject(e instanceof Error ? e : new Error(String(e)));
           }
         });
         socket.write(Buffer.concat([PREFACE, frame(TYPE_SETTINGS, 0, 0, Buffer.alloc(0))]));
