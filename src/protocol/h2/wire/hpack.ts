@@ -223,7 +223,9 @@ const NEVER_INDEX = 2; // never indexed (§7.1.3): a credential, which intermedi
  * so an entry would be evicted before reuse and push out the entries that do repeat. Besides the
  * list, a field is not indexed when its entry would exceed MAX_INDEXED_ENTRY (a few such fields
  * would flush a 4 KiB table) or, for :path, when the value is longer than MAX_INDEXED_PATH (gRPC
- * method paths are short and repeat; long paths carry ids and query strings).
+ * method paths are short and repeat; long paths carry ids and query strings). A listed name that no
+ * table holds yet (grpc-timeout, x-request-id...) is indexed once, so that later blocks send its
+ * name as an index rather than as a literal the peer decodes every time.
  */
 const NAME_POLICY: ReadonlyMap<string, number> = new Map([
   ['authorization', NEVER_INDEX],
@@ -357,9 +359,10 @@ export class HpackEncoder {
             }
           }
         }
-        if (policy === INDEX && value.length > state.maxIndexedValue) policy = NO_INDEX;
         if (state.staticIndex !== 0) nameIndex = state.staticIndex;
         else if (state.newestId !== 0) nameIndex = STATIC_COUNT + 1 + this.#inserted - state.newestId;
+        else if (policy === NO_INDEX) policy = INDEX; // once, so later values can name it by index
+        if (policy === INDEX && value.length > state.maxIndexedValue) policy = NO_INDEX;
       } else if (name.length + value.length > MAX_INDEXED_ENTRY - ENTRY_OVERHEAD) {
         policy = NO_INDEX;
       }
