@@ -301,6 +301,19 @@ describe('HPACK encoder', () => {
     assert.notEqual(e.encode(['x-e', 'e'])[0], 0x20, 'no update when the size did not change');
   });
 
+  it('keeps referencing a name whose only entry was evicted by its own next value', () => {
+    const e = new HpackEncoder();
+    e.setPeerMaxTableBytes(40); // one 36-octet entry fits
+    const d = new HpackDecoder(4096);
+    for (const value of ['1', '2']) decodeAll(d, e.encode(['x-t', value]));
+    assert.deepEqual(e.dynamicTable(), [['x-t', '2']]);
+    assert.deepEqual(e.encode(['x-t', '2']), hex('be'));
+    assert.equal(e.encode(['x-t', '3'])[0], 0x7e, 'name by index');
+    e.setPeerMaxTableBytes(0);
+    e.setPeerMaxTableBytes(4096);
+    assert.deepEqual(e.encode(['x-t', '3']), Buffer.concat([hex('20 3f e1 1f 40 03'), Buffer.from('x-t'), hex('01 33')]));
+  });
+
   it('writes latin1 octets and grows its scratch buffer for large heads', () => {
     const e = new HpackEncoder();
     const value = 'é\u00ff\u0080 '.repeat(5000);

@@ -398,6 +398,8 @@ export class HpackEncoder {
 
   #insert(state: NameState, value: string, size: number): void {
     this.#evictTo(this.#limit - size);
+    // Evicting the name's last older entry dropped a transient state from the map: it is live again.
+    if (state.dynamicCount === 0 && state.transient) this.#byName.set(state.name, state);
     if (this.#count === this.#values.length) this.#growRing();
     this.#states[this.#head] = state;
     this.#values[this.#head] = value;
@@ -419,7 +421,9 @@ export class HpackEncoder {
       const id = this.#inserted - this.#count + 1;
       if (state.dynamicValues.get(value) === id) state.dynamicValues.delete(value);
       if (state.newestId === id) state.newestId = 0;
-      if (--state.dynamicCount === 0 && state.transient) this.#byName.delete(state.name);
+      if (--state.dynamicCount === 0 && state.transient && this.#byName.get(state.name) === state) {
+        this.#byName.delete(state.name);
+      }
       this.#bytes -= state.name.length + value.length + ENTRY_OVERHEAD;
       this.#states[slot] = null;
       this.#values[slot] = '';
