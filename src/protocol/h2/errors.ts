@@ -55,3 +55,14 @@ export class StreamResetError extends PrxError {
     this.by = by;
   }
 }
+
+/**
+ * A malformed HPACK header block (RFC 7541): the message says what was malformed. The session
+ * answers it with a connection error COMPRESSION_ERROR, since the dynamic table can no longer be
+ * trusted.
+ */
+export class HpackError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_H2_COMPRESSION', `HPACK: ${message}`);
+  }
+}
