@@ -42,6 +42,39 @@ export function h2CodeName(code: number): string {
   return CODE_NAMES[code] ?? `0x${code.toString(16)}`;
 }
 
+/**
+ * The connection a stream was on failed with an HTTP/2 connection error: one prx detected in the
+ * peer's frames (a GOAWAY was sent with the code), or the peer's GOAWAY with an error code.
+ */
+export class H2ConnectionError extends PrxError {
+  readonly h2Code: number;
+  constructor(h2Code: number, by: 'prx' | 'peer', detail: string) {
+    super('PRX_ERR_H2_CONNECTION', `HTTP/2 connection error ${h2CodeName(h2Code)} (${by === 'prx' ? 'sent by prx' : 'from the upstream'}): ${detail}`);
+    this.h2Code = h2Code;
+  }
+}
+
+/** The upstream connection closed (or its socket failed) while a stream was in flight. */
+export class H2ConnectionLostError extends PrxError {
+  constructor(cause: Error | undefined) {
+    super('PRX_ERR_H2_CONNECTION_LOST', `the upstream HTTP/2 connection was lost${cause === undefined ? '' : `: ${cause.message}`}`, cause === undefined ? undefined : { cause });
+  }
+}
+
+/** A TLS upstream that did not choose `h2` by ALPN: nothing was sent on it. */
+export class H2AlpnError extends PrxError {
+  constructor(chosen: string | false) {
+    super('PRX_ERR_H2_ALPN', `the upstream did not negotiate h2 by ALPN (it chose ${chosen === false ? 'nothing' : chosen})`);
+  }
+}
+
+/** A stream asked of a session that is closing (a GOAWAY, a drain): it was never sent. */
+export class H2SessionClosedError extends PrxError {
+  constructor() {
+    super('PRX_ERR_H2_SESSION_CLOSED', 'the upstream HTTP/2 session is closed');
+  }
+}
+
 /** Which side of the proxy reset a stream. */
 export type ResetBy = 'upstream' | 'downstream';
 
