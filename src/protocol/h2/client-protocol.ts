@@ -7,8 +7,8 @@ import { H2Transport, type H2EndpointOptions, type H2Exchange, type H2Request } 
 import { H2Code, StreamResetError } from './errors.js';
 import { GrpcStatusCounters, ResetCounters } from './stats.js';
 
-// Node's codes of a stream that never left: its session was gone, or went away, before it was sent.
-const NEVER_SENT: ReadonlySet<string> = new Set(['ERR_HTTP2_INVALID_SESSION', 'ERR_HTTP2_GOAWAY_SESSION', 'ERR_HTTP2_STREAM_CANCEL', 'ERR_HTTP2_SESSION_ERROR']);
+// A stream that never left: its session was closed or going away, or the TLS peer refused h2.
+const NEVER_SENT: ReadonlySet<string> = new Set(['PRX_ERR_H2_SESSION_CLOSED', 'PRX_ERR_H2_ALPN']);
 
 /** Whether an attempt that failed with `err` certainly did not reach the peer's application. */
 export function isUnsentFailure(err: unknown): boolean {
@@ -101,7 +101,9 @@ export class H2ResponseStats {
 
   record(ex: H2Exchange): void {
     this.#status.record(ex.status);
-    ex.endStats = this;
+    // A response may be over before the core counts its head (it ended in the same read).
+    if (ex.finished) this.ended(ex);
+    else ex.endStats = this;
   }
 
   /** The exchange ended: its gRPC status and its reset, if any. */

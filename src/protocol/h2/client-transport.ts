@@ -1,24 +1,26 @@
 /**
  * The h2 client side as the router core's transport: one multiplexed session per endpoint
- * (prior knowledge in plaintext, ALPN `h2` over TLS), each attempt a stream. Request bodies are
- * streamed with back-pressure and kept (up to the retry buffer) so a retry can replay them; a
- * response whose class is only known at its end is read ahead within the response buffer and the
- * classification timeout before the core classifies it.
+ * (prx's own HTTP/2 client: prior knowledge in plaintext, ALPN `h2` over TLS), each attempt a
+ * stream. Request bodies are streamed with back-pressure and kept (up to the retry buffer) so a
+ * retry can replay them; a response whose class is only known at its end is read ahead within the
+ * response buffer and the classification timeout before the core classifies it.
  */
-import type * as http2 from 'node:http2';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import { connect as netConnect } from 'node:net';
-import type { Duplex, Readable } from 'node:stream';
+import { connect as netConnect, type Socket } from 'node:net';
 import type * as Tls from 'node:tls';
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
 import type { ClientTlsSettings } from '../../service/tls-settings.js';
-import { FLAG_END_STREAM, H2Code, http2Module, StreamResetError } from './errors.js';
+import { H2Code, H2SessionClosedError, StreamResetError } from './errors.js';
 import type { H2Classifier } from './classifiers.js';
 import { readGrpcStatus } from './grpc.js';
-import { SESSION_OPTIONS } from './settings.js';
+import type { H2RequestBody } from './request-body.js';
+import { H2ClientSession, type H2SessionSettings, type SessionOwner } from './wire/client-session.js';
+import type { H2ClientStream, H2Fields, H2StreamHandler } from './wire/client-stream.js';
+import { requestFields } from './wire/fields.js';
 
-const NGHTTP2_CANCEL = H2Code.CANCEL;
+export { H2RequestBody } from './request-body.js';
+export type { H2SessionSettings } from './wire/client-session.js';
 
 /** How a service classifies its responses and how much it may buffer for retries. */
 export interface H2Classification {
@@ -41,103 +43,9 @@ export interface H2Request {
   readonly clientCert: string | undefined;
 }
 
-/**
- * A request body read from the downstream stream: forwarded to the current attempt's stream with
- * back-pressure, and kept while it fits `limit` bytes so another attempt can start from its
- * beginning. Past the limit it can no longer be replayed (the request is simply not retried).
- */
-export class H2RequestBody {
-  readonly #source: Readable;
-  readonly #limit: number;
-  #chunks: Buffer[] = [];
-  #bytes = 0;
-  #overflowed = false;
-  #ended = false;
-  trailers: IncomingHttpHeaders | undefined;
-  /** Whether the request may carry trailers (`te: trailers`): the upstream stream must wait for them. */
-  readonly mayHaveTrailers: boolean;
-  #sink: http2.ClientHttp2Stream | undefined;
-  #draining = false;
-  readonly #resume = (): void => {
-    if (this.#sink !== undefined) this.#source.resume();
-  };
-
-  constructor(source: Readable, limit: number, mayHaveTrailers: boolean) {
-    this.#source = source;
-    this.#limit = limit;
-    this.mayHaveTrailers = mayHaveTrailers;
-    source.pause();
-    source.on('data', (chunk: Buffer) => this.#data(chunk));
-    source.once('end', () => {
-      this.#ended = true;
-      const sink = this.#sink;
-      if (sink !== undefined) endSink(sink);
-    });
-    source.on('trailers', (t: IncomingHttpHeaders) => (this.trailers = t));
-  }
-
-  /** True while every byte read so far is kept: another attempt can send the body again. */
-  get replayable(): boolean {
-    return !this.#overflowed;
-  }
-
-  /** Starts sending the body on `sink` (from the beginning: the kept bytes first). */
-  attach(sink: http2.ClientHttp2Stream): void {
-    for (const c of this.#chunks) sink.write(c);
-    if (this.#ended) {
-      endSink(sink);
-      return;
-    }
-    this.#sink = sink;
-    sink.on('drain', this.#resume);
-    this.#source.resume();
-  }
-
-  /** Stops sending to `sink` (its attempt is over). */
-  detach(sink: http2.ClientHttp2Stream): void {
-    if (this.#sink !== sink) return;
-    this.#sink = undefined;
-    sink.off('drain', this.#resume);
-    this.#source.pause();
-  }
-
-  /** No attempt will read the rest: let it flow and drop it, so the client is not held by flow control. */
-  drain(): void {
-    if (this.#sink !== undefined || this.#ended) return;
-    this.#draining = true;
-    this.#chunks = [];
-    this.#source.resume();
-  }
-
-  #data(chunk: Buffer): void {
-    if (this.#draining) return;
-    if (!this.#overflowed) {
-      if (this.#bytes + chunk.length <= this.#limit) {
-        this.#chunks.push(chunk);
-        this.#bytes += chunk.length;
-      } else {
-        this.#overflowed = true;
-        this.#chunks = [];
-      }
-    }
-    const sink = this.#sink;
-    if (sink === undefined || sink.destroyed) {
-      this.#source.pause();
-      return;
-    }
-    if (!sink.write(chunk)) this.#source.pause();
-  }
-}
-
-function endSink(sink: http2.ClientHttp2Stream): void {
-  // With `te: trailers` the stream waits for them ('wantTrailers', see H2Transport.dispatch).
-  if (!sink.destroyed) sink.end();
-}
-
 /** What an endpoint's session is built with. */
 export interface H2EndpointOptions {
-  readonly settings: http2.Settings;
-  readonly connectionWindowBytes: number;
+  readonly settings: H2SessionSettings;
   readonly tls: ClientTlsSettings | undefined;
   /** clientSession.idleTimeMs / lifeTimeMs: the session closes itself after these. */
   readonly idleTimeMs: number | undefined;
@@ -146,24 +54,22 @@ export interface H2EndpointOptions {
   readonly maxWaiters: number;
 }
 
-/**
- * The session's connection, without Nagle's delay: HTTP/2 frames are small and interleaved, and a
- * held frame (waiting for the peer's delayed ACK) stalls every stream behind it. TLS options (ALPN
- * `h2`, CA, servername) come from the session's connect options.
- */
-function connectNoDelay(url: URL, opts: http2.SessionOptions): Duplex {
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const port = Number(url.port);
-  if (url.protocol === 'http:') return netConnect({ host, port, noDelay: true });
-  const tls: typeof Tls = process.getBuiltinModule('node:tls');
-  return tls.connect({ ...opts, host, port, noDelay: true } as Tls.ConnectionOptions);
+/** Where a forwarded response goes (the downstream stream). */
+export interface H2ResponseSink {
+  /** False when the client pushes back: credit is held until {@link H2Exchange.resume}. */
+  data(chunk: Buffer): boolean;
+  /** The upstream response ended (END_STREAM): trailers, if any, are in the exchange. */
+  end(): void;
 }
 
+/** A sink that drops what it is given (responses without content). */
+export const DISCARD_SINK: H2ResponseSink = { data: () => true, end: () => undefined };
+
 /** One attempt: an upstream stream and what it answered. */
-export class H2Exchange {
+export class H2Exchange implements H2StreamHandler {
   readonly head: Promise<void>;
   readonly req: H2Request;
-  readonly stream: http2.ClientHttp2Stream | undefined;
+  readonly stream: H2ClientStream | undefined;
   status = 0;
   headers: IncomingHttpHeaders = EMPTY_HEADERS;
   trailers: IncomingHttpHeaders | undefined;
@@ -177,18 +83,26 @@ export class H2Exchange {
   headClass: ResponseClass | undefined;
   /** The service a deferred outcome is counted for (the core's end-of-stream counting). */
   pendingService: string | undefined;
-  /** Response bytes read ahead for classification, to be written before the rest. */
+  /** Response bytes received before the router forwards them (read ahead, or waiting). */
   buffered: Buffer[] | undefined;
   /** Told when the exchange ends (the client's end-of-stream stats). */
   endStats: { ended(ex: H2Exchange): void } | undefined;
+  /** The router's hook for the end of the upstream stream (after the core's). */
+  onFinished: ((ex: H2Exchange) => void) | undefined;
   /** The gRPC status once the exchange has finished (null: not read yet). */
   #grpcStatus: number | undefined | null = null;
   #resolve!: () => void;
   #reject!: (e: Error) => void;
   #settled = false;
   readonly #onDone: (ex: H2Exchange) => void;
+  /** Read-ahead in progress: bytes so far and its timer. */
+  #aheadBytes = -1;
+  #aheadTimer: NodeJS.Timeout | undefined;
+  #sink: H2ResponseSink | undefined;
+  /** Bytes given to the sink or buffered whose credit is not yet returned. */
+  #held = 0;
 
-  constructor(req: H2Request, stream: http2.ClientHttp2Stream | Error, onDone: (ex: H2Exchange) => void) {
+  constructor(req: H2Request, session: H2ClientSession | Error, fields: string[], onDone: (ex: H2Exchange) => void) {
     this.req = req;
     this.#onDone = onDone;
     this.head = new Promise<void>((resolve, reject) => {
@@ -197,32 +111,19 @@ export class H2Exchange {
     });
     // The core always awaits the head; this only keeps a rejection nobody awaits from being reported.
     this.head.catch(noop);
-    if (stream instanceof Error) {
+    if (session instanceof Error) {
       this.stream = undefined;
-      this.error = stream;
+      this.error = session;
       this.finished = true;
       queueMicrotask(() => {
-        this.#fail(stream);
+        this.#fail(session);
         onDone(this);
       });
       return;
     }
-    this.stream = stream;
-    stream.on('response', (headers, flags) => this.#response(headers, flags));
-    stream.on('trailers', (t: IncomingHttpHeaders) => (this.trailers = t));
-    stream.on('error', (err: Error) => {
-      // A stream error is the peer's RST_STREAM; anything else (refused, reset connection, TLS)
-      // keeps its own cause, although node also gives the stream a code.
-      this.error ??= ((err as { code?: unknown }).code === 'ERR_HTTP2_STREAM_ERROR' ? resetOf(stream) : undefined) ?? err;
-    });
-    stream.once('end', () => {
-      // Node ends the readable side on a peer's RST_STREAM(CANCEL) too: a reset is not an end.
-      const reset = resetOf(stream);
-      if (reset === undefined) this.ended = true;
-      else this.error ??= reset;
-    });
-    stream.once('close', () => this.#closed(stream));
-    req.body?.attach(stream);
+    const body = req.body;
+    this.stream = session.request(fields, body === null, this);
+    body?.attach(this.stream);
   }
 
   /**
@@ -240,8 +141,7 @@ export class H2Exchange {
   /** The exchange is no longer wanted (a timeout, the caller left): reset the stream with CANCEL. */
   abort(err: Error): void {
     this.error ??= err;
-    const s = this.stream;
-    if (s !== undefined && !s.destroyed) s.close(NGHTTP2_CANCEL);
+    this.stream?.reset(H2Code.CANCEL);
   }
 
   /** The response is dropped for a retry. */
@@ -249,45 +149,111 @@ export class H2Exchange {
     const s = this.stream;
     if (s === undefined) return;
     this.req.body?.detach(s);
-    if (!s.destroyed) s.close(NGHTTP2_CANCEL);
+    s.reset(H2Code.CANCEL);
   }
 
-  #response(headers: IncomingHttpHeaders, flags: number): void {
+  /**
+   * Hands the response's body to `sink`: what was buffered first, the rest as it comes, and the
+   * end. Credit returns to the upstream as the sink takes bytes without pushing back.
+   */
+  forward(sink: H2ResponseSink): void {
+    this.#stopReadAhead();
+    this.#sink = sink;
+    const buffered = this.buffered;
+    this.buffered = undefined;
+    let ok = true;
+    if (buffered !== undefined) for (const chunk of buffered) ok = sink.data(chunk) && ok;
+    if (ok) this.resume();
+    if (this.ended) sink.end();
+  }
+
+  /** The sink drained: return the credit held for what it took. */
+  resume(): void {
+    const held = this.#held;
+    this.#held = 0;
+    this.stream?.consumed(held);
+  }
+
+  // ---- H2StreamHandler -----------------------------------------------------------------------
+
+  onHead(status: number, headers: H2Fields, endStream: boolean): void {
     this.responded = true;
-    this.status = Number(headers[':status']);
+    this.status = status;
     this.headers = headers;
-    // END_STREAM on the head: a response without body (gRPC trailers-only).
-    if ((flags & FLAG_END_STREAM) !== 0) this.ended = true;
+    // END_STREAM on the head: a response without body (gRPC trailers-only); onEnd follows.
+    if (endStream) this.ended = true;
     const c = this.req.classification;
-    if (c === undefined || !c.classifier.needsEnd || this.ended || this.req.body?.replayable === false) this.#succeed();
+    if (c === undefined || !c.classifier.needsEnd || endStream || this.req.body?.replayable === false) this.#succeed();
     else this.#readAhead(c);
+  }
+
+  onData(chunk: Buffer): void {
+    const sink = this.#sink;
+    if (sink !== undefined) {
+      if (sink.data(chunk) && this.#held === 0) this.stream?.consumed(chunk.length);
+      else this.#held += chunk.length;
+      return;
+    }
+    (this.buffered ??= []).push(chunk);
+    if (this.#aheadBytes < 0) {
+      // Waiting for the router: the upstream is held back by the stream's window meanwhile.
+      this.#held += chunk.length;
+      return;
+    }
+    // Read ahead for classification consumes (never waits on flow control) up to the buffer.
+    this.stream?.consumed(chunk.length);
+    this.#aheadBytes += chunk.length;
+    const c = this.req.classification;
+    if (c !== undefined && this.#aheadBytes > c.responseBytes) this.#endReadAhead();
+  }
+
+  onTrailers(trailers: H2Fields): void {
+    this.trailers = trailers;
+  }
+
+  onEnd(): void {
+    this.ended = true;
+    if (this.#aheadBytes >= 0) this.#endReadAhead();
+    this.#sink?.end();
+  }
+
+  onDrain(): void {
+    const s = this.stream;
+    if (s !== undefined) this.req.body?.drained(s);
+  }
+
+  onClose(error: Error | undefined): void {
+    this.#stopReadAhead();
+    this.finished = true;
+    const s = this.stream;
+    if (s !== undefined) this.req.body?.detach(s);
+    if (!this.ended || error !== undefined) this.error ??= error ?? new StreamResetError(H2Code.NO_ERROR, 'upstream');
+    if (!this.responded || !this.#settled) this.#fail(this.error ?? new StreamResetError(H2Code.NO_ERROR, 'upstream'));
+    this.endStats?.ended(this);
+    this.#onDone(this);
+    this.onFinished?.(this);
   }
 
   /**
    * Reads the response until it ends, `responseBytes` are buffered or the classification timeout
-   * passes, so its class (gRPC status in trailers) can decide a retry. Never waits on flow
-   * control: past the buffer the response streams on without a retry.
+   * passes, so its class (gRPC status in trailers) can decide a retry.
    */
   #readAhead(c: H2Classification): void {
-    const s = this.stream as http2.ClientHttp2Stream;
-    const chunks: Buffer[] = [];
-    this.buffered = chunks;
-    let bytes = 0;
-    const stop = (): void => {
-      clearTimeout(timer);
-      s.off('data', onData);
-      s.off('end', stop);
-      s.pause();
-      this.#succeed();
-    };
-    const onData = (chunk: Buffer): void => {
-      chunks.push(chunk);
-      bytes += chunk.length;
-      if (bytes > c.responseBytes) stop();
-    };
-    const timer = setTimeout(stop, c.classificationTimeoutMs);
-    s.on('data', onData);
-    s.once('end', stop);
+    this.#aheadBytes = 0;
+    this.buffered = [];
+    this.#aheadTimer = setTimeout(() => this.#endReadAhead(), c.classificationTimeoutMs);
+  }
+
+  #stopReadAhead(): void {
+    if (this.#aheadBytes < 0) return;
+    this.#aheadBytes = -1;
+    clearTimeout(this.#aheadTimer);
+    this.#aheadTimer = undefined;
+  }
+
+  #endReadAhead(): void {
+    this.#stopReadAhead();
+    this.#succeed();
   }
 
   #succeed(): void {
@@ -301,127 +267,99 @@ export class H2Exchange {
     this.#settled = true;
     this.#reject(err);
   }
-
-  #closed(stream: http2.ClientHttp2Stream): void {
-    this.finished = true;
-    this.req.body?.detach(stream);
-    if (!this.ended) this.error ??= resetOf(stream) ?? new StreamResetError(stream.rstCode ?? 0, 'upstream');
-    if (!this.responded || !this.#settled) this.#fail(this.error ?? new StreamResetError(0, 'upstream'));
-    this.endStats?.ended(this);
-    this.#onDone(this);
-  }
 }
 
 const EMPTY_HEADERS: IncomingHttpHeaders = Object.freeze({});
 
 function noop(): void {}
 
-/** The reset a stream closed with (RST_STREAM from the peer or nghttp2), if any. */
-function resetOf(stream: http2.ClientHttp2Stream): StreamResetError | undefined {
-  const code = stream.rstCode;
-  return code === undefined || code === 0 ? undefined : new StreamResetError(code, 'upstream');
-}
-
 /** The connections of one endpoint: a single multiplexed session, reopened when it goes away. */
-export class H2Transport {
-  readonly #authority: string;
+export class H2Transport implements SessionOwner {
+  readonly #host: string;
+  readonly #port: number;
   readonly #opts: H2EndpointOptions;
-  #session: http2.ClientHttp2Session | undefined;
+  #session: H2ClientSession | undefined;
+  readonly #sessions = new Set<H2ClientSession>();
   #closed = false;
 
   constructor(address: Address, opts: H2EndpointOptions) {
-    const host = address.host.includes(':') ? `[${address.host}]` : address.host;
-    this.#authority = `${opts.tls === undefined ? 'http' : 'https'}://${host}:${address.port}`;
+    this.#host = address.host;
+    this.#port = address.port;
     this.#opts = opts;
   }
 
   get connections(): number {
-    const s = this.#session;
-    return s !== undefined && !s.destroyed ? 1 : 0;
+    return this.#session !== undefined ? 1 : 0;
   }
 
   saturated(load: number): boolean {
-    const s = this.#session;
-    const max = s?.remoteSettings?.maxConcurrentStreams ?? 2 ** 32 - 1;
+    const max = this.#session?.maxConcurrentStreams ?? Infinity;
     return load >= max + this.#opts.maxWaiters;
   }
 
   dispatch(req: H2Request, onDone: (ex: H2Exchange) => void): H2Exchange {
-    let stream: http2.ClientHttp2Stream | Error;
-    try {
-      if (this.#closed) throw Object.assign(new Error('the endpoint is closed'), { code: 'ERR_HTTP2_INVALID_SESSION' });
-      const session = this.#live();
-      const body = req.body;
-      stream = session.request(req.headers, { endStream: body === null, waitForTrailers: body !== null && body.mayHaveTrailers });
-      if (body !== null && body.mayHaveTrailers) {
-        const s = stream;
-        s.once('wantTrailers', () => s.sendTrailers(body.trailers ?? {}));
-      }
-    } catch (err) {
-      stream = err instanceof Error ? err : new Error(String(err));
-    }
-    return new H2Exchange(req, stream, onDone);
+    const session = this.#closed ? new H2SessionClosedError() : this.#live();
+    return new H2Exchange(req, session, requestFields(req.headers), onDone);
   }
 
-  #live(): http2.ClientHttp2Session {
+  gone(session: H2ClientSession): void {
+    if (this.#session === session) this.#session = undefined;
+  }
+
+  closed(session: H2ClientSession): void {
+    this.gone(session);
+    this.#sessions.delete(session);
+  }
+
+  #live(): H2ClientSession {
     const s = this.#session;
-    if (s !== undefined && !s.closed && !s.destroyed) return s;
+    if (s !== undefined && s.usable) return s;
     return this.#connect();
   }
 
-  #connect(): http2.ClientHttp2Session {
+  #connect(): H2ClientSession {
     const o = this.#opts;
     const tls = o.tls;
-    const session = http2Module().connect(this.#authority, {
-      settings: o.settings,
-      ...SESSION_OPTIONS,
+    const host = this.#host;
+    const port = this.#port;
+    let socket: Socket;
+    if (tls === undefined) socket = netConnect({ host, port, noDelay: true });
+    else {
+      const t: typeof Tls = process.getBuiltinModule('node:tls');
+      socket = t.connect({
+        host,
+        port,
+        ALPNProtocols: ['h2'],
+        rejectUnauthorized: tls.rejectUnauthorized,
+        ...(tls.servername === undefined ? (host.includes(':') || /^[0-9.]+$/.test(host) ? {} : { servername: host }) : { servername: tls.servername }),
+        ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      });
       // No Nagle delay: small interleaved frames would wait for the peer's delayed ACK.
-      createConnection: connectNoDelay,
-      ...(tls === undefined
-        ? {}
-        : {
-            ALPNProtocols: ['h2'],
-            rejectUnauthorized: tls.rejectUnauthorized,
-            ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-          }),
-    });
+      socket.setNoDelay(true);
+    }
+    const session = new H2ClientSession(socket, o.settings, this);
     this.#session = session;
-    const forget = (): void => {
-      if (this.#session === session) this.#session = undefined;
-    };
-    // Session errors (refused, reset) reach each stream; the session itself is just replaced.
-    session.on('error', forget);
-    session.on('goaway', forget);
-    session.once('close', forget);
-    session.once('connect', () => {
-      if (o.connectionWindowBytes > 65_535) session.setLocalWindowSize(o.connectionWindowBytes);
-    });
-    if (o.idleTimeMs !== undefined) session.setTimeout(o.idleTimeMs, () => session.close());
+    this.#sessions.add(session);
+    if (o.idleTimeMs !== undefined) socket.setTimeout(o.idleTimeMs, () => void session.close());
     if (o.lifeTimeMs !== undefined) {
-      const timer = setTimeout(() => {
-        forget();
-        session.close();
-      }, o.lifeTimeMs);
+      const timer = setTimeout(() => void session.close(), o.lifeTimeMs);
       timer.unref();
-      session.once('close', () => clearTimeout(timer));
+      socket.once('close', () => clearTimeout(timer));
     }
     return session;
   }
 
   close(): Promise<void> {
     this.#closed = true;
-    const s = this.#session;
     this.#session = undefined;
-    if (s === undefined || s.destroyed) return Promise.resolve();
-    return new Promise((resolve) => s.close(() => resolve()));
+    return Promise.all([...this.#sessions].map((s) => s.close())).then(noop);
   }
 
   destroy(): Promise<void> {
     this.#closed = true;
-    const s = this.#session;
     this.#session = undefined;
-    s?.destroy();
+    for (const s of this.#sessions) s.destroy();
+    this.#sessions.clear();
     return Promise.resolve();
   }
 }

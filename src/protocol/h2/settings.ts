@@ -5,14 +5,16 @@
 import type { Settings } from 'node:http2';
 import { z } from 'zod';
 import { intInRange, positiveInt } from '../../config/index.js';
+import type { H2SessionSettings } from './wire/client-session.js';
 
 const MAX_WINDOW = 2 ** 31 - 1;
 
 /** Keys shared by h2 servers and clients. */
 export const h2SettingsShape = {
   /**
-   * Validated and kept for Linkerd configs; node's nghttp2 sends WINDOW_UPDATE itself once half of
-   * a window is consumed and offers no other ratio (README: h2 keys that select nothing).
+   * When a receive window is replenished: once the credit left falls to this share of the window.
+   * Honoured by clients (prx's own HTTP/2 client); servers run on node's nghttp2, which replenishes
+   * at half the window and offers no other ratio (README: h2 keys that select nothing).
    */
   windowUpdateRatio: z.number().gt(0, { error: 'expected a number strictly between 0 and 1' }).lt(1, { error: 'expected a number strictly between 0 and 1' }).default(0.99),
   headerTableBytes: intInRange(0, 2 ** 32 - 1).optional(),
@@ -45,7 +47,19 @@ export function connectionWindowBytes(cfg: H2SettingsConfig): number {
   return Math.min(MAX_WINDOW, Math.max(1 << 20, cfg.initialStreamWindowBytes * 16));
 }
 
-/** The SETTINGS a session announces. */
+/** What prx's own client session announces and how it returns credit. */
+export function clientSessionSettings(cfg: H2SettingsConfig): H2SessionSettings {
+  return {
+    initialWindowBytes: cfg.initialStreamWindowBytes,
+    connectionWindowBytes: connectionWindowBytes(cfg),
+    maxFrameBytes: cfg.maxFrameBytes,
+    headerTableBytes: cfg.headerTableBytes ?? 4096,
+    maxHeaderListBytes: cfg.maxHeaderListByts,
+    windowUpdateRatio: cfg.windowUpdateRatio,
+  };
+}
+
+/** The SETTINGS a node:http2 server session announces. */
 export function nodeSettings(cfg: H2SettingsConfig): Settings {
   const s: Settings = { enablePush: false, initialWindowSize: cfg.initialStreamWindowBytes, maxFrameSize: cfg.maxFrameBytes };
   if (cfg.headerTableBytes !== undefined) s.headerTableSize = cfg.headerTableBytes;

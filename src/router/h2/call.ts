@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Dtab, Path } from '../../naming/index.js';
 import { h2EndClass } from '../../protocol/h2/client-protocol.js';
-import { H2RequestBody, type H2Exchange, type H2Request } from '../../protocol/h2/client-transport.js';
+import { DISCARD_SINK, H2RequestBody, type H2Exchange, type H2Request, type H2ResponseSink } from '../../protocol/h2/client-transport.js';
 import { FLAG_END_STREAM, H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { formatGrpcTimeout, isGrpcContentType, parseGrpcTimeout } from '../../protocol/h2/grpc.js';
 import { peerCertHeader } from '../../protocol/http/headers/client-cert.js';
@@ -20,7 +20,6 @@ import type { H2PathService, H2RouterHost, H2Served } from './types.js';
 import type { H2ServerConfig } from './schema.js';
 
 const NGHTTP2_FLAG_END_STREAM = FLAG_END_STREAM;
-const NGHTTP2_CANCEL = H2Code.CANCEL;
 
 /** What a stream needs of its server. */
 export interface H2ServerView {
@@ -37,7 +36,7 @@ export interface H2ServerView {
  * path cache, then the upstream response streamed back (head, body, trailers) or the failure
  * answered in h2's (or gRPC's) terms. A reset or departure on either side reaches the other.
  */
-export class H2Call {
+export class H2Call implements H2ResponseSink {
   readonly started = performance.now();
   readonly stream: http2.ServerHttp2Stream;
   readonly headers: IncomingHttpHeaders;
@@ -150,7 +149,6 @@ export class H2Call {
   /** Writes the upstream response head, then its body and trailers, as they come. */
   #forward(served: H2Served): void {
     const ex = served.attempt.exchange;
-    const up = ex.stream as http2.ClientHttp2Stream;
     const down = this.stream;
     if (down.destroyed || down.closed) {
       ex.abort(new RequestCancelledError());
@@ -158,54 +156,43 @@ export class H2Call {
     }
     const headers = this.#responseHeaders(ex);
     this.status = ex.status;
-    up.once('close', () => this.#upstreamClosed(served));
+    this.#served = served;
+    ex.onFinished = this.#onUpFinished;
     const buffered = ex.buffered;
-    if (ex.ended && up.readableEnded && (buffered === undefined || buffered.length === 0) && ex.trailers === undefined) {
-      down.respond(headers, { endStream: true });
-      return;
-    }
-    if ((ex.ended && buffered === undefined && ex.trailers === undefined && up.readableLength === 0) || noContent(this.headers[':method'], ex.status)) {
+    const empty = buffered === undefined || buffered.length === 0;
+    if ((ex.ended && empty && ex.trailers === undefined) || noContent(this.headers[':method'], ex.status)) {
       // A head with END_STREAM (trailers-only gRPC), or a response that has no content (HEAD, 204,
-      // 304): nothing follows; read the (empty) rest so the upstream stream completes.
+      // 304): nothing follows; the (empty) rest is read so the upstream stream completes.
       down.respond(headers, { endStream: true });
-      up.resume();
-      return;
-    }
-    down.respond(headers, { waitForTrailers: true });
-    down.once('wantTrailers', () => {
-      if (!down.destroyed) down.sendTrailers(this.#responseTrailers(ex));
-    });
-    if (buffered !== undefined) for (const chunk of buffered) down.write(chunk);
-    if (up.readableEnded) this.#upstreamEnded(ex);
-    else {
-      // Forwarded by hand rather than piped (pipe's bookkeeping costs more than the response on
-      // small gRPC calls), and not ended by pipe: an upstream reset also ends the readable side.
-      this.#up = up;
-      up.on('data', this.#onUpData);
-      up.once('end', this.#onUpEnd);
+      ex.forward(DISCARD_SINK);
+    } else {
+      down.respond(headers, { waitForTrailers: true });
+      down.once('wantTrailers', () => {
+        if (!down.destroyed) down.sendTrailers(this.#responseTrailers(ex));
+      });
       down.on('drain', this.#onDownDrain);
-      // A response read ahead for classification was paused: a 'data' listener alone does not
-      // restart a stream paused explicitly.
-      up.resume();
+      ex.forward(this);
     }
+    if (ex.finished) this.#upstreamClosed(served);
   }
 
-  #up: http2.ClientHttp2Stream | undefined;
-  readonly #onUpData = (chunk: Buffer): void => {
-    // The client's flow control holds the upstream back: read no more until it drains.
-    if (!this.stream.write(chunk)) this.#up?.pause();
-  };
+  #served: H2Served | undefined;
   readonly #onDownDrain = (): void => {
-    this.#up?.resume();
+    this.#served?.attempt.exchange.resume();
   };
-  readonly #onUpEnd = (): void => {
-    const ex = this.served?.attempt.exchange;
-    if (ex !== undefined) this.#upstreamEnded(ex);
+  readonly #onUpFinished = (): void => {
+    const served = this.#served;
+    if (served !== undefined) this.#upstreamClosed(served);
   };
 
-  /** The upstream body ended: end the client's stream (trailers follow), unless it was a reset (#upstreamClosed). */
-  #upstreamEnded(ex: H2Exchange): void {
-    if (ex.ended && !this.stream.destroyed) this.stream.end();
+  /** Response bytes for the client (the exchange's sink); false when its window is full. */
+  data(chunk: Buffer): boolean {
+    return this.stream.write(chunk);
+  }
+
+  /** The upstream body ended: end the client's stream (its trailers follow). */
+  end(): void {
+    if (!this.stream.destroyed) this.stream.end();
   }
 
   #responseHeaders(ex: H2Exchange): http2.OutgoingHttpHeaders {
@@ -259,7 +246,7 @@ export class H2Call {
       // The client left (or reset) before the exchange ended: cancel upstream (no further attempt).
       const cancel = reset ? new StreamResetError(down.rstCode, 'downstream') : new RequestCancelledError();
       if (ex === undefined || reset || !down.writableFinished) this.handle.abort(cancel, true);
-      if (ex?.stream !== undefined && !ex.stream.destroyed && reset) ex.stream.close(NGHTTP2_CANCEL);
+      if (reset) ex?.abort(cancel);
     }
     let success = false;
     if (served !== undefined) {

@@ -1,7 +1,7 @@
 import type { ClientPolicyConfig, KindConfig, ServicePolicyConfig } from '../../config/index.js';
 import type { H2Classification, H2EndpointOptions } from '../../protocol/h2/client-transport.js';
 import { h2ClassifierFromConfig } from '../../protocol/h2/classifiers.js';
-import { connectionWindowBytes, nodeSettings, type H2SettingsConfig } from '../../protocol/h2/settings.js';
+import { clientSessionSettings, type H2SettingsConfig } from '../../protocol/h2/settings.js';
 import type { ServiceParams } from '../core/path-service.js';
 import { clientParamsOf, RouterPolicies } from '../core/params.js';
 import type { ResolvedClient as CoreResolvedClient, RouterParams } from '../core/routing.js';
@@ -34,8 +34,7 @@ export class H2Params implements RouterParams<H2EndpointOptions, H2Classificatio
     const p = policy.params;
     const settings = { ...SETTINGS_DEFAULTS, ...(p as unknown as Partial<H2SettingsConfig>) };
     const transport: H2EndpointOptions = {
-      settings: nodeSettings(settings),
-      connectionWindowBytes: connectionWindowBytes(settings),
+      settings: clientSessionSettings(settings),
       tls: policy.tls,
       idleTimeMs: p.clientSession.idleTimeMs,
       lifeTimeMs: p.clientSession.lifeTimeMs,
