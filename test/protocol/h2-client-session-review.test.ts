@@ -28,4 +28,27 @@ describe('own h2 client session (review cases)', { timeout: 10_000 }, () => {
       await srv.close();
     }
   });
+
+  it('close() with a stream in flight sends GOAWAY(NO_ERROR) at once; the stream still completes, then the socket closes', async () => {
+    const srv = await scriptedServer(() => {});
+    const { session } = openSession(srv.port);
+    try {
+      const a = request(session, get());
+      const conn = await srv.first;
+      await conn.waitFor((f) => f.type === FrameType.HEADERS, 'HEADERS');
+      // Nothing else is left to flush: the client has acknowledged the server's SETTINGS.
+      await conn.waitFor((f) => f.type === FrameType.SETTINGS && (f.flags & 1) === 1, 'SETTINGS ACK');
+      await new Promise((r) => setTimeout(r, 20));
+      const closed = session.close();
+      const goaway = await conn.waitFor((f) => f.type === FrameType.GOAWAY, 'GOAWAY', 1000);
+      assert.equal(goaway.payload.readUInt32BE(4), 0);
+      conn.headers(1, [[':status', '204']], END_HEADERS | END_STREAM);
+      assert.equal(await a.closed, undefined);
+      assert.equal(a.status, 204);
+      await closed;
+    } finally {
+      session.destroy();
+      await srv.close();
+    }
+  });
 });

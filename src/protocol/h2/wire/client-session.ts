@@ -351,6 +351,8 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     const done = new Promise<void>((resolve) => this.socket.once('close', () => resolve()));
     if (!this.#goingAway && this.failed === undefined) {
       this.out.goaway(0, H2Code.NO_ERROR, '');
+      // Sent now, not with the last stream's frames: the peer hears at once that no stream follows.
+      this.scheduleFlush();
       this.#refuseWaiting();
       this.#goneForNew();
     }
