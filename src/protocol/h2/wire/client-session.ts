@@ -90,7 +90,11 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     this.writeHeaders(id, fields, endNow);
     if (endNow) stream.localClosed = true;
     else if (stream.queuedBytes > 0 || stream.endQueued) this.pump(stream);
-    if (this.#nextId > MAX_STREAM_ID) this.#goneForNew();
+    if (this.#nextId > MAX_STREAM_ID) {
+      // Ids used up: streams still waiting can never open here; refused, they go elsewhere.
+      this.#goneForNew();
+      this.#refuseWaiting();
+    }
   }
 
   // ---- StreamOwner ---------------------------------------------------------------------------
