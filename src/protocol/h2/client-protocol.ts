@@ -13,8 +13,13 @@ const NEVER_SENT: ReadonlySet<string> = new Set(['PRX_ERR_H2_SESSION_CLOSED', 'P
 /** Whether an attempt that failed with `err` certainly did not reach the peer's application. */
 export function isUnsentFailure(err: unknown): boolean {
   if (err instanceof StreamResetError) return err.by === 'upstream' && err.h2Code === H2Code.REFUSED_STREAM;
-  return isSocketConnectFailure(err) || isTlsFailure(err) || NEVER_SENT.has(errorCode(err));
+  return isSocketConnectFailure(err) || isTlsFailure(err) || NEVER_SENT.has(errorCode(err)) || errorCode(err) === HANDSHAKE_ALERT;
 }
+
+// A TLS alert from the peer (no_application_protocol when it offers no h2, a rejected client
+// certificate): a stream only sees the socket's raw error before the peer's SETTINGS, so with this
+// code its handshake failed and nothing left.
+const HANDSHAKE_ALERT = 'EPROTO';
 
 /**
  * HTTP/2 as the router core's client protocol: a session per endpoint, requests replayable while

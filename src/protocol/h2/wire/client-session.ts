@@ -90,7 +90,11 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     this.writeHeaders(id, fields, endNow);
     if (endNow) stream.localClosed = true;
     else if (stream.queuedBytes > 0 || stream.endQueued) this.pump(stream);
-    if (this.#nextId > MAX_STREAM_ID) this.#goneForNew();
+    if (this.#nextId > MAX_STREAM_ID) {
+      // Ids used up: streams still waiting can never open here; refused, they go elsewhere.
+      this.#goneForNew();
+      this.#refuseWaiting();
+    }
   }
 
   // ---- StreamOwner ---------------------------------------------------------------------------
@@ -351,6 +355,8 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     const done = new Promise<void>((resolve) => this.socket.once('close', () => resolve()));
     if (!this.#goingAway && this.failed === undefined) {
       this.out.goaway(0, H2Code.NO_ERROR, '');
+      // Sent now, not with the last stream's frames: the peer hears at once that no stream follows.
+      this.scheduleFlush();
       this.#refuseWaiting();
       this.#goneForNew();
     }

@@ -106,6 +106,10 @@ export abstract class H2Connection implements FrameSink {
   }
 
   frame(type: number, flags: number, id: number, payload: Buffer): void {
+    // The peer's preface is a SETTINGS frame (RFC 9113 §3.4): nothing it sends before is taken.
+    if (!this.established && (type !== FrameType.SETTINGS || (flags & Flag.ACK) !== 0)) {
+      return this.connectionError(H2Code.PROTOCOL_ERROR, 'the peer’s connection preface is not a SETTINGS frame');
+    }
     const c = this.#continued;
     if (c !== undefined && (type !== FrameType.CONTINUATION || id !== c.id)) {
       this.connectionError(H2Code.PROTOCOL_ERROR, 'a header block was interrupted before END_HEADERS');
