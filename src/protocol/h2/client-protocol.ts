@@ -4,15 +4,16 @@ import { errorCode, isSocketConnectFailure, isTlsFailure } from '../../service/c
 import { StatusCodeCounters, type StatsReceiver } from '../../service/stats/index.js';
 import type { H2Classification } from './client-transport.js';
 import { H2Transport, type H2EndpointOptions, type H2Exchange, type H2Request } from './client-transport.js';
-import { H2Code, StreamResetError } from './errors.js';
+import { H2Code, H2ConnectionError, StreamResetError } from './errors.js';
 import { GrpcStatusCounters, ResetCounters } from './stats.js';
 
 // A stream that never left: its session was closed or going away, or the TLS peer refused h2.
-const NEVER_SENT: ReadonlySet<string> = new Set(['PRX_ERR_H2_SESSION_CLOSED', 'PRX_ERR_H2_ALPN']);
+const NEVER_SENT: ReadonlySet<string> = new Set(['PRX_ERR_H2_SESSION_CLOSED', 'PRX_ERR_H2_ALPN', 'PRX_ERR_H2_CONNECT_TIMEOUT']);
 
 /** Whether an attempt that failed with `err` certainly did not reach the peer's application. */
 export function isUnsentFailure(err: unknown): boolean {
   if (err instanceof StreamResetError) return err.by === 'upstream' && err.h2Code === H2Code.REFUSED_STREAM;
+  if (err instanceof H2ConnectionError) return err.beforeSettings;
   return isSocketConnectFailure(err) || isTlsFailure(err) || NEVER_SENT.has(errorCode(err)) || errorCode(err) === HANDSHAKE_ALERT;
 }
 

@@ -340,7 +340,12 @@ export class H2Transport implements SessionOwner {
     const session = new H2ClientSession(socket, o.settings, this);
     this.#session = session;
     this.#sessions.add(session);
-    if (o.idleTimeMs !== undefined) socket.setTimeout(o.idleTimeMs, () => void session.close());
+    // Idle as Finagle's session expiry means it: nothing in flight (a quiet long-lived stream is not idle).
+    if (o.idleTimeMs !== undefined) {
+      socket.setTimeout(o.idleTimeMs, () => {
+        if (session.active === 0) void session.close();
+      });
+    }
     if (o.lifeTimeMs !== undefined) {
       const timer = setTimeout(() => void session.close(), o.lifeTimeMs);
       timer.unref();

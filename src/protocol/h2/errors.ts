@@ -48,9 +48,19 @@ export function h2CodeName(code: number): string {
  */
 export class H2ConnectionError extends PrxError {
   readonly h2Code: number;
-  constructor(h2Code: number, by: 'prx' | 'peer', detail: string) {
+  /** The peer had not yet sent its SETTINGS: it processed nothing (a failed connect, not a failed request). */
+  readonly beforeSettings: boolean;
+  constructor(h2Code: number, by: 'prx' | 'peer', detail: string, beforeSettings = false) {
     super('PRX_ERR_H2_CONNECTION', `HTTP/2 connection error ${h2CodeName(h2Code)} (${by === 'prx' ? 'sent by prx' : 'from the upstream'}): ${detail}`);
     this.h2Code = h2Code;
+    this.beforeSettings = beforeSettings;
+  }
+}
+
+/** The upstream did not complete its HTTP/2 connection (TCP, TLS and its SETTINGS) in time. */
+export class H2ConnectTimeoutError extends PrxError {
+  constructor(ms: number) {
+    super('PRX_ERR_H2_CONNECT_TIMEOUT', `the upstream's HTTP/2 connection was not up within ${ms} ms`);
   }
 }
 

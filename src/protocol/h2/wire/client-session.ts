@@ -6,7 +6,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { H2AlpnError, H2Code, H2ConnectionError, H2ConnectionLostError, H2SessionClosedError, StreamResetError } from '../errors.js';
+import { H2AlpnError, H2Code, H2ConnectionError, H2ConnectionLostError, H2ConnectTimeoutError, H2SessionClosedError, StreamResetError } from '../errors.js';
 import { H2ClientStream, type H2StreamHandler, type StreamOwner } from './client-stream.js';
 import { H2Connection, type H2SessionSettings } from './connection.js';
 import { CLIENT_PREFACE, Flag, FrameType, MAX_WINDOW_BYTES, Setting } from './frames.js';
@@ -36,9 +36,17 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
   #nextId = 1;
   #goingAway = false;
 
-  constructor(socket: Duplex, settings: H2SessionSettings, owner: SessionOwner) {
+  /** Fails the session if the peer's SETTINGS have not arrived in time (TCP, TLS and the preface). */
+  #connectTimer: NodeJS.Timeout | undefined;
+
+  constructor(socket: Duplex, settings: H2SessionSettings, owner: SessionOwner, connectTimeoutMs = 10_000) {
     super(socket, settings);
     this.#owner = owner;
+    this.#connectTimer = setTimeout(() => {
+      this.fail(new H2ConnectTimeoutError(connectTimeoutMs), undefined);
+      socket.destroy();
+    }, connectTimeoutMs);
+    this.#connectTimer.unref();
     if ((socket as TLSSocket).encrypted === true) socket.once('secureConnect', () => this.#checkAlpn(socket as TLSSocket));
     this.sendSettings(CLIENT_PREFACE, [Setting.ENABLE_PUSH, 0]);
   }
@@ -189,6 +197,9 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     if (!stream.responded) return this.#streamError(stream, H2Code.PROTOCOL_ERROR);
     // Padding is consumed at once; the body's credit returns as the handler passes it on.
     if (length > body.length) this.credit(stream, length - body.length);
+    stream.receivedBytes += body.length;
+    // More DATA than content-length says is malformed (RFC 9113 §8.1.1); so is less, at the end.
+    if (stream.expectedBytes >= 0 && stream.receivedBytes > stream.expectedBytes) return this.#streamError(stream, H2Code.PROTOCOL_ERROR);
     if (body.length > 0) stream.handler.onData(body);
     if ((flags & Flag.END_STREAM) !== 0) this.#remoteEnd(stream);
   }
@@ -217,12 +228,15 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
       return;
     }
     stream.responded = true;
+    const cl = parsed.fields['content-length'];
+    if (typeof cl === 'string' && !stream.headRequest && status !== 204 && status !== 304) stream.expectedBytes = /^[0-9]{1,15}$/.test(cl) ? Number(cl) : -1;
     stream.handler.onHead(status, parsed.fields, endStream);
     if (endStream) this.#remoteEnd(stream);
   }
 
   #remoteEnd(stream: H2ClientStream): void {
     if (stream.closed) return;
+    if (stream.expectedBytes >= 0 && stream.receivedBytes !== stream.expectedBytes) return this.#streamError(stream, H2Code.PROTOCOL_ERROR);
     stream.remoteClosed = true;
     stream.handler.onEnd();
     this.#maybeClosed(stream);
@@ -262,6 +276,7 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
   }
 
   protected peerSettingsApplied(): void {
+    clearTimeout(this.#connectTimer);
     this.#openWaiting();
   }
 
@@ -334,6 +349,7 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
   }
 
   protected socketGone(): void {
+    clearTimeout(this.#connectTimer);
     if (this.#streams.size > 0 || this.#waiting.length > 0) {
       const lost = this.established ? new H2ConnectionLostError(undefined) : Object.assign(new Error('the upstream closed the connection before its HTTP/2 preface'), { code: 'ECONNRESET' });
       this.fail(lost, undefined);

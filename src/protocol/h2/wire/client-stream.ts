@@ -60,12 +60,18 @@ export class H2ClientStream {
   /** The RST_STREAM code sent or received, if any. */
   rstCode: number | undefined;
   needsDrain = false;
+  /** The response's content-length (-1: none, or a response that has no content), and its DATA so far. */
+  expectedBytes = -1;
+  receivedBytes = 0;
+  /** A HEAD request: its response's content-length describes a body that is not sent. */
+  readonly headRequest: boolean;
 
   constructor(owner: StreamOwner, handler: H2StreamHandler, fields: string[], endStream: boolean) {
     this.#owner = owner;
     this.handler = handler;
     this.fields = fields;
     this.endQueued = endStream;
+    this.headRequest = isHead(fields);
   }
 
   /** Queues request bytes; false when the writer should wait for the handler's onDrain. */
@@ -112,4 +118,12 @@ export class H2ClientStream {
   static resetError(code: number, by: 'upstream' | 'downstream'): StreamResetError {
     return new StreamResetError(code, by);
   }
+}
+
+/** Whether a request head (pseudo-headers first) is a HEAD request. */
+function isHead(fields: readonly string[]): boolean {
+  for (let i = 0; i < fields.length && (fields[i] as string).charCodeAt(0) === 58; i += 2) {
+    if (fields[i] === ':method') return fields[i + 1] === 'HEAD';
+  }
+  return false;
 }

@@ -327,7 +327,7 @@ export abstract class H2Connection implements FrameSink {
     if (this.failed !== undefined) return;
     this.out.goaway(0, code, detail);
     this.flush();
-    this.fail(new H2ConnectionError(code, 'prx', detail), undefined);
+    this.fail(new H2ConnectionError(code, 'prx', detail, !this.established), undefined);
   }
 
   /** Fails the connection once: no more frames are read, streams fail, the socket closes. */
