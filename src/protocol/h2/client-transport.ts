@@ -342,7 +342,10 @@ export class H2Transport implements SessionOwner {
     this.#sessions.add(session);
     // Idle as Finagle's session expiry means it: nothing in flight (a quiet long-lived stream is not idle).
     if (o.idleTimeMs !== undefined) {
-      socket.setTimeout(o.idleTimeMs, () => {
+      // 'on', not setTimeout's callback (node registers that once): a timer that fired while a
+      // stream was open fires again after the next activity and idle spell.
+      socket.setTimeout(o.idleTimeMs);
+      socket.on('timeout', () => {
         if (session.active === 0) void session.close();
       });
     }
