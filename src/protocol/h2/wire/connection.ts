@@ -101,6 +101,9 @@ export abstract class H2Connection implements FrameSink {
   protected abstract socketError(err: Error): void;
   protected abstract socketGone(): void;
 
+  /** The peer acknowledged our SETTINGS: from now on they bind it. */
+  protected settingsAcked(): void {}
+
   // ---- frames in -----------------------------------------------------------------------------
 
   /** Bytes read from the socket (a server first takes the client's preface off them). */
@@ -217,6 +220,7 @@ export abstract class H2Connection implements FrameSink {
     if (id !== 0) return this.connectionError(H2Code.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if ((flags & Flag.ACK) !== 0) {
       if (payload.length !== 0) this.connectionError(H2Code.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      else this.settingsAcked();
       return;
     }
     if (payload.length % 6 !== 0) return this.connectionError(H2Code.FRAME_SIZE_ERROR, 'SETTINGS of a length not a multiple of 6');

@@ -8,7 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { H2Code, H2ConnectionError, H2DownstreamClosedError, h2CodeName } from '../errors.js';
 import { H2Connection, type H2SessionSettings } from './connection.js';
-import { CLIENT_PREFACE, Flag, FrameType, MAX_WINDOW_BYTES, Setting } from './frames.js';
+import { CLIENT_PREFACE, DEFAULT_WINDOW_BYTES, Flag, FrameType, MAX_WINDOW_BYTES, Setting } from './frames.js';
 import { requestHead, requestTrailers } from './fields.js';
 import { H2ServerStream, LOW_WATER_BYTES, type H2Fields, type H2ServerSessionView, type ServerStreamOwner } from './server-stream.js';
 
@@ -50,6 +50,11 @@ export class H2ServerSession extends H2Connection implements ServerStreamOwner, 
   #prefaceAt = 0;
   #goingAway = false;
   #ownerTold = false;
+  /**
+   * Until the client acknowledges our SETTINGS it may send by the default window (RFC 9113
+   * §6.9.2): streams opened before get that window, moved by the difference at the ACK.
+   */
+  #acked = false;
   /** The socket was ended after a graceful close. */
   #ending = false;
 
@@ -190,7 +195,7 @@ export class H2ServerSession extends H2Connection implements ServerStreamOwner, 
       expected = typeof cl === 'string' && /^[0-9]{1,15}$/.test(cl) ? Number(cl) : -2;
       if (expected === -2 || (endStream && expected !== 0)) return this.#rejectNew(id, endStream, H2Code.PROTOCOL_ERROR);
     }
-    const stream = new H2ServerStream(this, id, this.peerInitialWindow, this.settings.initialWindowBytes, headers[':method'] === 'HEAD');
+    const stream = new H2ServerStream(this, id, this.peerInitialWindow, this.#acked ? this.settings.initialWindowBytes : DEFAULT_WINDOW_BYTES, headers[':method'] === 'HEAD');
     stream.expectedBytes = expected;
     this.#streams.set(id, stream);
     this.lastPeerStream = id;
@@ -279,6 +284,13 @@ export class H2ServerSession extends H2Connection implements ServerStreamOwner, 
   }
 
   protected peerSettingsApplied(): void {}
+
+  protected override settingsAcked(): void {
+    if (this.#acked) return;
+    this.#acked = true;
+    const delta = this.settings.initialWindowBytes - DEFAULT_WINDOW_BYTES;
+    if (delta !== 0) for (const s of this.#streams.values()) s.recvWindow += delta;
+  }
 
   /** The client's GOAWAY: without an error it is leaving gracefully (so are we); with one, the connection is over. */
   protected goaway(_last: number, code: number, detail: string): void {
