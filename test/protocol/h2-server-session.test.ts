@@ -31,7 +31,9 @@ function send(client: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeade
       reply.headers = h;
     });
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('trailers', (t) => (reply.trailers = t));
+    req.on('trailers', (t: http2.IncomingHttpHeaders) => {
+      reply.trailers = t;
+    });
     req.on('error', () => {});
     req.on('close', () => {
       reply.body = Buffer.concat(chunks);
@@ -175,6 +177,24 @@ describe('own h2 server session with a node:http2 client', () => {
     assert.equal(r.rstCode, 7);
   });
 
+  it("a lost connection closes the streams in flight: 'close' with rstCode CANCEL; the owner hears the session closed", async () => {
+    const closed: Promise<number | undefined>[] = [];
+    const { server, client } = await serve((s) => {
+      closed.push(new Promise((r) => s.once('close', () => r(s.rstCode))));
+      s.respond({ ':status': 200 });
+      s.write(Buffer.from('part'));
+    });
+    const replies = [send(client, { ':path': '/a' }), send(client, { ':path': '/b' })];
+    for (let i = 0; i < 100 && closed.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    // The socket goes without a frame (node's client.destroy() would reset its streams first).
+    server.sockets[0]?.destroy();
+    await Promise.all(replies);
+    assert.deepEqual(await Promise.all(closed), [H2Code.CANCEL, H2Code.CANCEL]);
+    for (let i = 0; i < 100 && server.closedSessions === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(server.closedSessions, 1);
+    assert.ok(server.sessions[0]?.destroyed);
+  });
+
   it('graceful close: GOAWAY reaches the client, the stream in flight finishes, then the socket closes', async () => {
     let stream: H2ServerStream | undefined;
     const { server, client } = await serve((s) => {
@@ -182,7 +202,7 @@ describe('own h2 server session with a node:http2 client', () => {
       s.respond({ ':status': 200 });
       s.write(Buffer.from('first '));
     });
-    const goaway = new Promise<number>((r) => client.once('goaway', (code) => r(code)));
+    const goaway = new Promise<number>((r) => client.once('goaway', (code: number) => r(code)));
     const reply = send(client, { ':path': '/slow' });
     for (let i = 0; i < 100 && stream === undefined; i++) await new Promise((r) => setTimeout(r, 10));
     const session = server.sessions[0];
