@@ -56,5 +56,7 @@ describe('own h2 server session with a grpc-js client', () => {
     // Both calls on one session.
     assert.equal(server.sessions.length, 1);
     assert.equal(server.streams.length, 2);
+    await new Promise((r) => setImmediate(r));
+    for (const s of server.streams) assert.ok(s.closed && s.writableFinished && s.rstCode === undefined, `stream ${s.id} closed cleanly`);
   });
 });

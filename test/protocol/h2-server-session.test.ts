@@ -113,6 +113,35 @@ describe('own h2 server session with a node:http2 client', () => {
     assert.deepEqual(seen?.order, ['trailers', 'end']);
   });
 
+  it('as node does: HEAD and 204 end with the head, end() alone answers 200, waitForTrailers without a listener just ends', async () => {
+    const writes: boolean[] = [];
+    const { server, client } = await serve((s, h) => {
+      const path = String(h[':path']);
+      if (path === '/head') {
+        s.respond({ ':status': 200, 'content-length': '5' });
+        writes.push(s.write(Buffer.from('never')));
+      } else if (path === '/204') s.respond({ ':status': '204' });
+      else if (path === '/implicit') s.end(Buffer.from('implicit'));
+      else {
+        s.respond({ ':status': 200 }, { waitForTrailers: true });
+        s.end(Buffer.from('no trailers'));
+      }
+    });
+    const head = await send(client, { ':method': 'HEAD', ':path': '/head' });
+    assert.equal(head.status, 200);
+    assert.equal(head.body.length, 0);
+    assert.deepEqual(writes, [false]);
+    assert.equal((await send(client, { ':path': '/204' })).status, 204);
+    const implicit = await send(client, { ':path': '/implicit' });
+    assert.equal(implicit.status, 200);
+    assert.equal(implicit.body.toString(), 'implicit');
+    const plain = await send(client, { ':path': '/plain' });
+    assert.equal(plain.body.toString(), 'no trailers');
+    assert.equal(plain.trailers, undefined);
+    await new Promise((r) => setImmediate(r));
+    for (const s of server.streams) assert.ok(s.closed && s.rstCode === undefined && s.sentHeaders !== undefined);
+  });
+
   it('8 MiB each way with sha256 checks (flow control both ways, small windows)', async () => {
     const up = randomBytes(8 << 20);
     const down = randomBytes(8 << 20);

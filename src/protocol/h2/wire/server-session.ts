@@ -101,7 +101,9 @@ export class H2ServerSession extends H2Connection implements ServerStreamOwner, 
   sendHeaders(stream: H2ServerStream, fields: string[], endStream: boolean): void {
     if (stream.closed || this.failed !== undefined) return;
     this.writeHeaders(stream.id, fields, endStream);
-    if (endStream) this.#localEnd(stream);
+    if (!endStream) return;
+    stream.writableFinished = true;
+    this.#localEnd(stream);
   }
 
   pump(stream: H2ServerStream): void {

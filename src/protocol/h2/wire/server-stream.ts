@@ -196,7 +196,11 @@ export class H2ServerStream extends EventEmitter {
   /** Queues response bytes (responding 200 first if no head was sent); false past the high-water mark, then 'drain'. */
   write(chunk: Buffer): boolean {
     if (this.closed || this.endQueued) return false;
-    if (!this.headersSent) this.respond();
+    if (!this.headersSent) {
+      this.respond();
+      // A HEAD request's response ends with its head.
+      if (this.endQueued) return false;
+    }
     if (chunk.length > 0) {
       this.queue.push(chunk);
       this.queuedBytes += chunk.length;
