@@ -109,3 +109,30 @@ export class HpackError extends PrxError {
     super('PRX_ERR_H2_COMPRESSION', `HPACK: ${message}`);
   }
 }
+
+/** `respond()` on a server stream whose response head was already sent (node's ERR_HTTP2_HEADERS_SENT). */
+export class H2HeadersSentError extends PrxError {
+  constructor(streamId: number) {
+    super('PRX_ERR_H2_HEADERS_SENT', `the response head of stream ${streamId} was already sent`);
+  }
+}
+
+/** A response `:status` a server stream cannot send: not an integer from 200 to 599 (1xx heads are not offered). */
+export class H2InvalidStatusError extends PrxError {
+  constructor(status: unknown) {
+    super('PRX_ERR_H2_INVALID_STATUS', `invalid response :status ${JSON.stringify(status)} (expected 200-599)`);
+  }
+}
+
+/**
+ * A client's HTTP/2 connection to a prx server closed under its streams: the socket failed or
+ * closed, the session was destroyed, or the client's GOAWAY carried an error. `h2Code` is what the
+ * streams still open report as their rstCode (CANCEL unless the client's GOAWAY named a code).
+ */
+export class H2DownstreamClosedError extends PrxError {
+  readonly h2Code: number;
+  constructor(reason: string, h2Code: number = H2Code.CANCEL, cause?: Error) {
+    super('PRX_ERR_H2_DOWNSTREAM_CLOSED', `the client's HTTP/2 connection closed: ${reason}`, cause === undefined ? undefined : { cause });
+    this.h2Code = h2Code;
+  }
+}

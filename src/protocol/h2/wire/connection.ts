@@ -47,6 +47,8 @@ export abstract class H2Connection implements FrameSink {
   /** Why the connection failed (no frame is read after). */
   protected failed: Error | undefined;
   protected socketClosed = false;
+  /** The last stream the peer opened that this side processed: GOAWAY's last-stream-id (0 for a client). */
+  protected lastPeerStream = 0;
 
   constructor(socket: Duplex, settings: H2SessionSettings) {
     this.socket = socket;
@@ -54,7 +56,7 @@ export abstract class H2Connection implements FrameSink {
     this.#decoder = new HpackDecoder(settings.headerTableBytes);
     this.#parser = new FrameParser(this, settings.maxFrameBytes);
     this.#connRecvWindow = settings.connectionWindowBytes;
-    socket.on('data', (chunk: Buffer) => this.#parser.push(chunk));
+    socket.on('data', (chunk: Buffer) => this.received(chunk));
     socket.on('drain', () => {
       this.socketFull = false;
       this.drained();
@@ -99,7 +101,15 @@ export abstract class H2Connection implements FrameSink {
   protected abstract socketError(err: Error): void;
   protected abstract socketGone(): void;
 
+  /** The peer acknowledged our SETTINGS: from now on they bind it. */
+  protected settingsAcked(): void {}
+
   // ---- frames in -----------------------------------------------------------------------------
+
+  /** Bytes read from the socket (a server first takes the client's preface off them). */
+  protected received(chunk: Buffer): void {
+    this.#parser.push(chunk);
+  }
 
   oversized(length: number): void {
     this.connectionError(H2Code.FRAME_SIZE_ERROR, `a frame of ${length} bytes exceeds SETTINGS_MAX_FRAME_SIZE ${this.settings.maxFrameBytes}`);
@@ -210,6 +220,7 @@ export abstract class H2Connection implements FrameSink {
     if (id !== 0) return this.connectionError(H2Code.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if ((flags & Flag.ACK) !== 0) {
       if (payload.length !== 0) this.connectionError(H2Code.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      else this.settingsAcked();
       return;
     }
     if (payload.length % 6 !== 0) return this.connectionError(H2Code.FRAME_SIZE_ERROR, 'SETTINGS of a length not a multiple of 6');
@@ -325,7 +336,7 @@ export abstract class H2Connection implements FrameSink {
   /** A connection error: GOAWAY with `code`, every stream failed, the socket closed after the flush. */
   protected connectionError(code: number, detail: string): void {
     if (this.failed !== undefined) return;
-    this.out.goaway(0, code, detail);
+    this.out.goaway(this.lastPeerStream, code, detail);
     this.flush();
     this.fail(new H2ConnectionError(code, 'prx', detail, !this.established), undefined);
   }

@@ -1,7 +1,8 @@
 /**
  * Header fields between node:http2's header objects and HPACK's field lists: a request head
  * flattened for the encoder (pseudo-headers first, connection-specific fields dropped), and a
- * decoded response head checked as RFC 9113 §8.2–8.3 requires and shaped as node:http2 shapes it.
+ * decoded response head checked as RFC 9113 §8.2–8.3 requires and shaped as node:http2 shapes it;
+ * on the server side, a decoded request head and trailers checked the same way, and response trailers.
  */
 import type { OutgoingHttpHeaders } from 'node:http2';
 import type { H2Fields } from './client-stream.js';
@@ -73,4 +74,101 @@ function add(fields: H2Fields, name: string, value: string): void {
   if (prev === undefined) fields[name] = name === 'set-cookie' ? [value] : value;
   else if (Array.isArray(prev)) prev.push(value);
   else fields[name] = `${prev}${name === 'cookie' ? '; ' : ', '}${value}`;
+}
+
+/** Trailers from node's header object: pseudo-headers and connection-specific fields dropped, arrays a field per item. */
+export function trailerFields(headers: OutgoingHttpHeaders): string[] {
+  const out: string[] = [];
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 58 || CONNECTION_SPECIFIC.has(name)) continue;
+    const v = headers[name];
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const item of v) out.push(name, String(item));
+    else out.push(name, String(v));
+  }
+  return out;
+}
+
+/** A method, a token (RFC 9110 §9.1). */
+const TOKEN = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
+
+/**
+ * Checks and shapes a decoded request head as RFC 9113 §8.3.1 requires: `:method`, and `:scheme`
+ * with a non-empty `:path` except for CONNECT (which needs `:authority` and neither of the two);
+ * no other pseudo-header (`:status`, `:protocol`...), each at most once and before every regular
+ * field; regular fields as in {@link responseFields}. Returns node's header object, or a string
+ * naming the defect (the stream is then reset with PROTOCOL_ERROR).
+ */
+export function requestHead(list: readonly string[]): H2Fields | string {
+  const fields: H2Fields = Object.create(null) as H2Fields;
+  let method: string | undefined;
+  let scheme: string | undefined;
+  let path: string | undefined;
+  let authority = false;
+  let regular = false;
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i] as string;
+    const value = list[i + 1] as string;
+    if (name.charCodeAt(0) === 58) {
+      if (regular) return `pseudo-header ${name} after a regular field`;
+      if (INVALID_VALUE.test(value)) return `an invalid value of ${name}`;
+      switch (name) {
+        case ':method':
+          if (method !== undefined || !TOKEN.test(value)) return 'a repeated or invalid :method';
+          method = value;
+          break;
+        case ':scheme':
+          if (scheme !== undefined || value.length === 0) return 'a repeated or empty :scheme';
+          scheme = value;
+          break;
+        case ':path':
+          if (path !== undefined || value.length === 0) return 'a repeated or empty :path';
+          path = value;
+          break;
+        case ':authority':
+          if (authority) return 'a repeated :authority';
+          authority = true;
+          break;
+        default:
+          return `pseudo-header ${name} in a request`;
+      }
+      fields[name] = value;
+      continue;
+    }
+    regular = true;
+    const defect = fieldDefect(name, value);
+    if (defect !== undefined) return defect;
+    add(fields, name, value);
+  }
+  if (method === undefined) return 'a request without :method';
+  if (method === 'CONNECT') {
+    if (scheme !== undefined || path !== undefined || !authority) return 'a CONNECT request with :scheme or :path, or without :authority';
+    return fields;
+  }
+  if (scheme === undefined || path === undefined) return 'a request without :scheme or :path';
+  // http and https URIs: an origin-form path, or `*` for OPTIONS (RFC 9113 §8.3.1).
+  if ((scheme === 'http' || scheme === 'https') && path.charCodeAt(0) !== 47 && !(path === '*' && method === 'OPTIONS')) return `an invalid :path ${JSON.stringify(path)}`;
+  return fields;
+}
+
+/** Checks and shapes request trailers: regular fields only. */
+export function requestTrailers(list: readonly string[]): H2Fields | string {
+  const fields: H2Fields = Object.create(null) as H2Fields;
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i] as string;
+    const value = list[i + 1] as string;
+    if (name.charCodeAt(0) === 58) return `pseudo-header ${name} in trailers`;
+    const defect = fieldDefect(name, value);
+    if (defect !== undefined) return defect;
+    add(fields, name, value);
+  }
+  return fields;
+}
+
+/** What is wrong with a regular field, if anything. */
+function fieldDefect(name: string, value: string): string | undefined {
+  if (!VALID_NAME.test(name)) return `an invalid field name ${JSON.stringify(name)}`;
+  if (CONNECTION_SPECIFIC.has(name) || (name === 'te' && value !== 'trailers')) return `the connection-specific field ${name}`;
+  if (INVALID_VALUE.test(value)) return `an invalid value of ${name}`;
+  return undefined;
 }
