@@ -3,7 +3,6 @@
  * failures (no route, timeouts, rejections) are rendered by the h2 router as resets or gRPC
  * statuses; these are the resets themselves.
  */
-import type * as Http2 from 'node:http2';
 import { PrxError } from '../../core/errors.js';
 
 /** RFC 9113 §7 error codes, as carried by RST_STREAM and GOAWAY. */
@@ -24,16 +23,9 @@ export const H2Code = {
   HTTP_1_1_REQUIRED: 13,
 } as const;
 
-/** The END_STREAM flag of HEADERS and DATA frames (node hands frame flags to 'stream' and 'response'). */
+/** The END_STREAM flag of HEADERS and DATA frames (a server session hands the head's flags to its owner). */
 export const FLAG_END_STREAM = 0x1;
 
-/**
- * node:http2, loaded when an h2 router or client is first built: it pulls in TLS and crypto, which
- * a proxy with only http routers never loads (start-up time and memory).
- */
-export function http2Module(): typeof Http2 {
-  return process.getBuiltinModule('node:http2');
-}
 
 const CODE_NAMES: readonly string[] = Object.keys(H2Code);
 

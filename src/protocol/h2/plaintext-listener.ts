@@ -8,7 +8,6 @@
  * `socket.readableLength` when the session starts), so none is lost.
  */
 import * as net from 'node:net';
-import type { Http2Server } from 'node:http2';
 import { errorMessage } from '../../core/errors.js';
 import { parseRequestHead, RefusedRequestError } from '../http/h1/request-head.js';
 import {
@@ -48,8 +47,13 @@ const CRLF2 = Buffer.from('\r\n\r\n', 'latin1');
 const EMPTY = Buffer.alloc(0);
 
 /** What every connection of one listener is read with. */
+/** Where a connection goes once it speaks HTTP/2 (prx's server sessions; node's Http2Server fits too). */
+export interface H2ConnectionSink {
+  emit(event: 'connection', socket: net.Socket): unknown;
+}
+
 interface SniffConfig {
-  readonly h2: Http2Server;
+  readonly h2: H2ConnectionSink;
   readonly maxHeadBytes: number;
   readonly maxUpgradeBodyBytes: number;
   readonly headTimeoutMs: number;
@@ -60,7 +64,7 @@ export class PlaintextH2Listener {
   readonly #server: net.Server;
   readonly #onSocket: ((s: net.Socket) => void) | undefined;
 
-  constructor(h2: Http2Server, opts: PlaintextH2ListenerOptions) {
+  constructor(h2: H2ConnectionSink, opts: PlaintextH2ListenerOptions) {
     this.#config = {
       h2,
       maxHeadBytes: opts.maxHeadBytes,

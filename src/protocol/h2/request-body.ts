@@ -3,8 +3,16 @@
  * back-pressure, and kept while it fits the retry buffer so another attempt can replay it.
  */
 import type { IncomingHttpHeaders } from 'node:http2';
-import type { Readable } from 'node:stream';
 import type { H2ClientStream } from './wire/client-stream.js';
+
+/** What a body is read from: the downstream stream's readable side (paused until attached). */
+export interface H2BodySource {
+  pause(): unknown;
+  resume(): unknown;
+  on(event: 'data', fn: (chunk: Buffer) => void): unknown;
+  on(event: 'trailers', fn: (t: IncomingHttpHeaders) => void): unknown;
+  once(event: 'end', fn: () => void): unknown;
+}
 
 /**
  * A request body read from the downstream stream: forwarded to the current attempt's stream with
@@ -12,7 +20,7 @@ import type { H2ClientStream } from './wire/client-stream.js';
  * beginning. Past the limit it can no longer be replayed (the request is simply not retried).
  */
 export class H2RequestBody {
-  readonly #source: Readable;
+  readonly #source: H2BodySource;
   readonly #limit: number;
   #chunks: Buffer[] = [];
   #bytes = 0;
@@ -24,7 +32,7 @@ export class H2RequestBody {
   #sink: H2ClientStream | undefined;
   #draining = false;
 
-  constructor(source: Readable, limit: number, mayHaveTrailers: boolean) {
+  constructor(source: H2BodySource, limit: number, mayHaveTrailers: boolean) {
     this.#source = source;
     this.#limit = limit;
     this.mayHaveTrailers = mayHaveTrailers;

@@ -1,24 +1,24 @@
 /**
  * The HTTP/2 settings of h2 servers and clients (spec: "h2 router, server and client parameters"):
- * their config keys and what node:http2 is given for them.
+ * their config keys and what prx's HTTP/2 sessions announce for them.
  */
-import type { Settings } from 'node:http2';
 import { z } from 'zod';
 import { intInRange, positiveInt } from '../../config/index.js';
 import type { H2SessionSettings } from './wire/client-session.js';
+import type { H2ServerSettings } from './wire/server-session.js';
 
 const MAX_WINDOW = 2 ** 31 - 1;
 
 /** Keys shared by h2 servers and clients. */
 export const h2SettingsShape = {
   /**
-   * When a receive window is replenished: once the credit left falls to this share of the window.
-   * Honoured by clients (prx's own HTTP/2 client); servers run on node's nghttp2, which replenishes
-   * at half the window and offers no other ratio (README: h2 keys that select nothing).
+   * When a receive window is replenished: once the credit left falls to this share of the window
+   * (servers and clients alike: both are prx's own HTTP/2).
    */
   windowUpdateRatio: z.number().gt(0, { error: 'expected a number strictly between 0 and 1' }).lt(1, { error: 'expected a number strictly between 0 and 1' }).default(0.99),
   headerTableBytes: intInRange(0, 2 ** 32 - 1).optional(),
-  initialStreamWindowBytes: intInRange(0, MAX_WINDOW).default(65_535),
+  // At least 1: a window of 0 would let no DATA through (credit returns only as data is read).
+  initialStreamWindowBytes: intInRange(1, MAX_WINDOW).default(65_535),
   maxFrameBytes: intInRange(16_384, 16_777_215).default(16_384),
   // Spelled as Linkerd spells it.
   maxHeaderListByts: positiveInt.optional(),
@@ -59,18 +59,7 @@ export function clientSessionSettings(cfg: H2SettingsConfig): H2SessionSettings 
   };
 }
 
-/** The SETTINGS a node:http2 server session announces. */
-export function nodeSettings(cfg: H2SettingsConfig): Settings {
-  const s: Settings = { enablePush: false, initialWindowSize: cfg.initialStreamWindowBytes, maxFrameSize: cfg.maxFrameBytes };
-  if (cfg.headerTableBytes !== undefined) s.headerTableSize = cfg.headerTableBytes;
-  if (cfg.maxHeaderListByts !== undefined) s.maxHeaderListSize = cfg.maxHeaderListByts;
-  if (cfg.maxConcurrentStreamsPerConnection !== undefined) s.maxConcurrentStreams = cfg.maxConcurrentStreamsPerConnection;
-  return s;
+/** What prx's own server session announces: the client's settings and the concurrency limit. */
+export function serverSessionSettings(cfg: H2SettingsConfig): H2ServerSettings {
+  return { ...clientSessionSettings(cfg), maxConcurrentStreams: cfg.maxConcurrentStreamsPerConnection };
 }
-
-/**
- * Session options beyond SETTINGS. Node caps a session's buffered memory at 10 MB and header
- * pairs at 128 by default: a proxy multiplexing large streams and gRPC metadata needs more room,
- * and flow control, not these caps, is what bounds it.
- */
-export const SESSION_OPTIONS = { maxSessionMemory: 64, maxHeaderListPairs: 1024 } as const;

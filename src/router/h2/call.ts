@@ -1,5 +1,4 @@
-import type * as http2 from 'node:http2';
-import type { IncomingHttpHeaders } from 'node:http2';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import type { Dtab, Path } from '../../naming/index.js';
 import { h2EndClass } from '../../protocol/h2/client-protocol.js';
@@ -13,6 +12,7 @@ import { MaxConcurrentRequestsError, RoutingLoopError, UnknownDestinationError }
 import { appendVia, checkCallDepth } from '../../protocol/http/headers/via.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import type { TraceId } from '../../service/tracing.js';
+import type { H2ServerStream } from '../../protocol/h2/wire/server-stream.js';
 import type { Lease } from '../core/cache.js';
 import { AttemptHandle } from '../core/transport.js';
 import { answerFor, sendAnswer } from './respond.js';
@@ -38,7 +38,7 @@ export interface H2ServerView {
  */
 export class H2Call implements H2ResponseSink {
   readonly started = performance.now();
-  readonly stream: http2.ServerHttp2Stream;
+  readonly stream: H2ServerStream;
   readonly headers: IncomingHttpHeaders;
   readonly grpc: boolean;
   readonly server: H2ServerView;
@@ -58,14 +58,14 @@ export class H2Call implements H2ResponseSink {
   #body: H2RequestBody | null = null;
   #done = false;
 
-  constructor(server: H2ServerView, stream: http2.ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number) {
+  constructor(server: H2ServerView, stream: H2ServerStream, headers: IncomingHttpHeaders, flags: number) {
     this.server = server;
     this.stream = stream;
     this.headers = headers;
     this.grpc = isGrpcContentType(headers['content-type']);
     this.#hasBody = (flags & NGHTTP2_FLAG_END_STREAM) === 0;
     this.bindDeadline = Date.now() + server.router.bindingTimeoutMs;
-    this.remoteAddress = server.router.accessLog === undefined ? undefined : stream.session?.socket.remoteAddress;
+    this.remoteAddress = server.router.accessLog === undefined ? undefined : stream.session.socket.remoteAddress;
     // Errors surface through 'close' and rstCode; an 'error' listener keeps them from being thrown.
     stream.on('error', noop);
     stream.once('close', () => this.#closed());
@@ -195,14 +195,14 @@ export class H2Call implements H2ResponseSink {
     if (!this.stream.destroyed) this.stream.end();
   }
 
-  #responseHeaders(ex: H2Exchange): http2.OutgoingHttpHeaders {
-    const out = ex.headers as http2.OutgoingHttpHeaders;
+  #responseHeaders(ex: H2Exchange): OutgoingHttpHeaders {
+    const out = ex.headers as OutgoingHttpHeaders;
     appendVia(out as Record<string, string | string[] | undefined>, this.server.via);
     if (this.server.cfg.clearContext) clearResponseContext(out as Record<string, string | string[] | undefined>);
     return out;
   }
 
-  #responseTrailers(ex: H2Exchange): http2.OutgoingHttpHeaders {
+  #responseTrailers(ex: H2Exchange): OutgoingHttpHeaders {
     const t = ex.trailers;
     if (t === undefined) return {};
     if (this.server.cfg.clearContext) for (const k in t) if (k.startsWith('prx-')) delete t[k];
@@ -231,8 +231,10 @@ export class H2Call implements H2ResponseSink {
     if (answer.kind !== 'reset' || (err instanceof Error && !(err instanceof StreamResetError))) {
       router.log.debug({ err: err instanceof Error ? err.message : String(err), dst: this.dst?.show }, 'h2 request failed');
     }
-    // A body nobody will read is let through and dropped, so the stream can close.
-    this.#body?.drain();
+    // A body nobody will read is let through and dropped, so the stream can close (one refused
+    // before its body was taken up flows unread).
+    if (this.#body !== null) this.#body.drain();
+    else if (this.#hasBody) this.stream.resume();
     this.status = sendAnswer(this.stream, answer, this.server.cfg.clearContext, 8192);
   }
 
@@ -244,7 +246,7 @@ export class H2Call implements H2ResponseSink {
     const reset = down.rstCode !== undefined && down.rstCode !== H2Code.NO_ERROR;
     if (ex === undefined || !ex.finished) {
       // The client left (or reset) before the exchange ended: cancel upstream (no further attempt).
-      const cancel = reset ? new StreamResetError(down.rstCode, 'downstream') : new RequestCancelledError();
+      const cancel = reset ? new StreamResetError(down.rstCode ?? H2Code.CANCEL, 'downstream') : new RequestCancelledError();
       if (ex === undefined || reset || !down.writableFinished) this.handle.abort(cancel, true);
       if (reset) ex?.abort(cancel);
     }

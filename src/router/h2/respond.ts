@@ -4,7 +4,8 @@
  * otherwise; and for gRPC requests a trailers-only response with a real gRPC status instead, so
  * gRPC clients see UNAVAILABLE, DEADLINE_EXCEEDED or RESOURCE_EXHAUSTED rather than a bare reset.
  */
-import type * as http2 from 'node:http2';
+import type { OutgoingHttpHeaders } from 'node:http2';
+import type { H2ServerStream } from '../../protocol/h2/wire/server-stream.js';
 import type { Dtab } from '../../naming/index.js';
 import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { GrpcStatus, grpcErrorHeaders } from '../../protocol/h2/grpc.js';
@@ -79,19 +80,19 @@ function grpcStatusFor(e: unknown): number {
  * Sends `answer` on `stream` (when the stream can still take it). `clearContext` drops `prx-*`
  * headers and error bodies. Returns the status sent (0 for a reset).
  */
-export function sendAnswer(stream: http2.ServerHttp2Stream, answer: H2Answer, clearContext: boolean, maxErrBytes: number): number {
+export function sendAnswer(stream: H2ServerStream, answer: H2Answer, clearContext: boolean, maxErrBytes: number): number {
   if (stream.destroyed || stream.closed) return 0;
   if (answer.kind === 'reset' || stream.headersSent) {
     stream.close(answer.kind === 'reset' ? answer.code : H2Code.INTERNAL_ERROR);
     return 0;
   }
   if (answer.kind === 'grpc') {
-    const headers: http2.OutgoingHttpHeaders = grpcErrorHeaders(answer.status, answer.message);
+    const headers: OutgoingHttpHeaders = grpcErrorHeaders(answer.status, answer.message);
     if (!clearContext) headers['prx-err'] = errorHeaderValue(answer.message, maxErrBytes);
     stream.respond(headers, { endStream: true });
     return 200;
   }
-  const headers: http2.OutgoingHttpHeaders = { ':status': answer.status };
+  const headers: OutgoingHttpHeaders = { ':status': answer.status };
   if (clearContext) {
     headers['content-length'] = '0';
     stream.respond(headers, { endStream: true });

@@ -1,10 +1,12 @@
-import type * as http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
+import type * as Tls from 'node:tls';
 import { PlaintextH2Listener } from '../../protocol/h2/plaintext-listener.js';
 import { GrpcStatusCounters, ResetCounters } from '../../protocol/h2/stats.js';
 import { readGrpcStatus } from '../../protocol/h2/grpc.js';
-import { nodeSettings, SESSION_OPTIONS } from '../../protocol/h2/settings.js';
-import { H2Code, http2Module } from '../../protocol/h2/errors.js';
+import { serverSessionSettings } from '../../protocol/h2/settings.js';
+import { H2Code } from '../../protocol/h2/errors.js';
+import { H2ServerSession, type H2ServerSettings, type ServerSessionOwner } from '../../protocol/h2/wire/server-session.js';
+import type { H2Fields, H2ServerStream } from '../../protocol/h2/wire/server-stream.js';
 import { StatusCodeCounters } from '../../service/stats/index.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
 import type { ProtocolServer } from '../core/router-base.js';
@@ -27,18 +29,19 @@ interface BoundStats {
 
 /**
  * One server of an h2 router: an HTTP/2 listener (TLS with ALPN `h2`, or plaintext prior
- * knowledge) whose streams become {@link H2Call}s. Sessions are tracked so a drain sends GOAWAY
- * and lets streams in flight finish.
+ * knowledge and h2c upgrades) whose sockets become prx's own server sessions and whose streams
+ * become {@link H2Call}s. Sessions are tracked so a drain sends GOAWAY and lets streams in flight
+ * finish.
  */
-export class H2ServerHandler implements ProtocolServer, H2ServerView {
+export class H2ServerHandler implements ProtocolServer, H2ServerView, ServerSessionOwner {
   readonly router: H2RouterHost;
   readonly cfg: H2ServerConfig;
   readonly stats: ServerStats;
   readonly tls: boolean;
   readonly via: string;
-  readonly #h2: http2.Http2Server | http2.Http2SecureServer;
-  readonly #listener: PlaintextH2Listener | http2.Http2SecureServer;
-  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #settings: H2ServerSettings;
+  readonly #listener: PlaintextH2Listener | Tls.Server;
+  readonly #sessions = new Set<H2ServerSession>();
   #bound: BoundStats | undefined;
   #streams = 0;
 
@@ -48,25 +51,31 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
     this.tls = cfg.tls !== undefined;
     this.via = router.via.entry('h2');
-    const options = { settings: nodeSettings(cfg), ...SESSION_OPTIONS };
+    this.#settings = serverSessionSettings(cfg);
     if (cfg.tls !== undefined) {
-      const secure = http2Module().createSecureServer({ ...options, ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'], allowHTTP1: false, noDelay: true });
-      secure.on('connection', (s: Socket) => this.stats.track(s));
-      this.#h2 = secure;
+      const tls: typeof Tls = process.getBuiltinModule('node:tls');
+      const secure = tls.createServer({ ...serverTlsOptions(cfg.tls), ALPNProtocols: ['h2'] });
+      secure.on('connection', (s: Socket) => {
+        s.setNoDelay(true);
+        this.stats.track(s);
+      });
+      // A client that offers no h2 (or a failed handshake) gets no session.
+      secure.on('secureConnection', (s: Tls.TLSSocket) => (s.alpnProtocol === 'h2' ? this.#adopt(s) : s.destroy()));
+      secure.on('tlsClientError', noop);
       this.#listener = secure;
     } else {
-      const h2 = http2Module().createServer(options);
-      this.#h2 = h2;
-      this.#listener = new PlaintextH2Listener(h2, { maxHeadBytes: UPGRADE_HEAD_BYTES, maxUpgradeBodyBytes: UPGRADE_BODY_BYTES, onSocket: (s) => this.stats.track(s) });
+      this.#listener = new PlaintextH2Listener({ emit: (_event, socket) => this.#adopt(socket) }, { maxHeadBytes: UPGRADE_HEAD_BYTES, maxUpgradeBodyBytes: UPGRADE_BODY_BYTES, onSocket: (s) => this.stats.track(s) });
     }
-    const h2 = this.#h2;
-    h2.on('session', (s: http2.ServerHttp2Session) => {
-      this.#sessions.add(s);
-      s.on('error', noop);
-      s.once('close', () => this.#sessions.delete(s));
-    });
-    h2.on('sessionError', noop);
-    h2.on('stream', (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number) => this.#stream(stream, headers, flags));
+  }
+
+  #adopt(socket: Socket): void {
+    socket.on('error', noop);
+    this.#sessions.add(new H2ServerSession(socket, this.#settings, this));
+  }
+
+  /** ServerSessionOwner: a session's socket closed. */
+  closed(session: H2ServerSession): void {
+    this.#sessions.delete(session);
   }
 
   async listen(ip: string, port: number): Promise<ServerAddress> {
@@ -88,7 +97,8 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
     for (const s of this.#sessions) s.destroy();
   }
 
-  #stream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number): void {
+  /** ServerSessionOwner: a stream the client opened with a well-formed head. */
+  stream(stream: H2ServerStream, headers: H2Fields, flags: number): void {
     const call = new H2Call(this, stream, headers, flags);
     this.#streams++;
     const max = this.cfg.maxConcurrentRequests;
@@ -146,7 +156,7 @@ export class H2ServerHandler implements ProtocolServer, H2ServerView {
 
 function noop(): void {}
 
-function listenSecure(l: http2.Http2SecureServer, ip: string, port: number): Promise<AddressInfo> {
+function listenSecure(l: Tls.Server, ip: string, port: number): Promise<AddressInfo> {
   return new Promise<AddressInfo>((resolve, reject) => {
     l.once('error', reject);
     l.listen(port, ip, () => {
