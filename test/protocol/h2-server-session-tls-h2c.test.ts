@@ -68,7 +68,7 @@ describe('own h2 server session on TLS and h2c-upgraded sockets', () => {
 
   it('takes an h2c-upgraded connection from PlaintextH2Listener: stream 1 is the upgrade request, stream 3 follows', async () => {
     const handOver = { emit: (_event: string, sock: Socket) => new H2ServerSession(sock, SERVER_SETTINGS, owner) };
-    const listener = new PlaintextH2Listener(handOver as unknown as http2.Http2Server, { maxHeadBytes: 8192, maxUpgradeBodyBytes: 16_384 });
+    const listener = new PlaintextH2Listener(handOver, { maxHeadBytes: 8192, maxUpgradeBodyBytes: 16_384 });
     const { port } = await listener.listen('127.0.0.1', 0);
     closers.push(() => listener.close());
     const c = new RawH2c(port);
