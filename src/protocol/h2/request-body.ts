@@ -4,6 +4,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http2';
 import type { H2ClientStream } from './wire/client-stream.js';
+import { trailerFields } from './wire/fields.js';
 
 /** What a body is read from: the downstream stream's readable side (paused until attached). */
 export interface H2BodySource {
@@ -83,7 +84,8 @@ export class H2RequestBody {
   }
 
   #end(sink: H2ClientStream): void {
-    sink.end(this.mayHaveTrailers ? trailerFields(this.trailers) : undefined);
+    const t = this.trailers;
+    sink.end(this.mayHaveTrailers && t !== undefined ? trailerFields(t) : undefined);
   }
 
   #data(chunk: Buffer): void {
@@ -104,17 +106,4 @@ export class H2RequestBody {
     }
     if (!sink.write(chunk)) this.#source.pause();
   }
-}
-
-/** Trailers as alternating names and values (pseudo-headers never travel in trailers). */
-function trailerFields(t: IncomingHttpHeaders | undefined): string[] | undefined {
-  if (t === undefined) return undefined;
-  const out: string[] = [];
-  for (const name in t) {
-    const v = t[name];
-    if (v === undefined || name.charCodeAt(0) === 58) continue;
-    if (Array.isArray(v)) for (const item of v) out.push(name, item);
-    else out.push(name, v);
-  }
-  return out;
 }

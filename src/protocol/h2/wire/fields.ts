@@ -23,6 +23,12 @@ export function requestFields(headers: OutgoingHttpHeaders): string[] {
     const v = headers[name];
     if (v !== undefined) out.push(name, String(v));
   }
+  pushRegular(headers, out);
+  return out;
+}
+
+/** Appends the regular fields (no pseudo-headers, no connection-specific ones), an array as one field per item. */
+function pushRegular(headers: OutgoingHttpHeaders, out: string[]): void {
   for (const name in headers) {
     if (name.charCodeAt(0) === 58 || CONNECTION_SPECIFIC.has(name)) continue;
     const v = headers[name];
@@ -30,7 +36,6 @@ export function requestFields(headers: OutgoingHttpHeaders): string[] {
     if (Array.isArray(v)) for (const item of v) out.push(name, String(item));
     else out.push(name, String(v));
   }
-  return out;
 }
 
 /** A decoded response head or trailers, or why it is malformed. */
@@ -79,13 +84,7 @@ function add(fields: H2Fields, name: string, value: string): void {
 /** Trailers from node's header object: pseudo-headers and connection-specific fields dropped, arrays a field per item. */
 export function trailerFields(headers: OutgoingHttpHeaders): string[] {
   const out: string[] = [];
-  for (const name in headers) {
-    if (name.charCodeAt(0) === 58 || CONNECTION_SPECIFIC.has(name)) continue;
-    const v = headers[name];
-    if (v === undefined) continue;
-    if (Array.isArray(v)) for (const item of v) out.push(name, String(item));
-    else out.push(name, String(v));
-  }
+  pushRegular(headers, out);
   return out;
 }
 
