@@ -26,7 +26,7 @@ const MAX_STREAM_ID = 2 ** 31 - 1;
 /** Pending DATA bytes past which a pump flushes at once rather than at the end of the turn. */
 const FLUSH_AT_BYTES = 256 * 1024;
 
-export class H2ClientSession extends H2Connection implements StreamOwner {
+export class H2ClientSession extends H2Connection<H2ClientStream> implements StreamOwner {
   readonly #owner: SessionOwner;
   readonly #streams = new Map<number, H2ClientStream>();
   /** Streams waiting for the peer's concurrency limit, in order. */
@@ -263,16 +263,8 @@ export class H2ClientSession extends H2Connection implements StreamOwner {
     this.pump(s);
   }
 
-  protected peerWindowChanged(delta: number): boolean {
-    for (const s of this.#streams.values()) {
-      s.sendWindow += delta;
-      if (s.sendWindow > MAX_WINDOW_BYTES) {
-        this.connectionError(H2Code.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-        return false;
-      }
-    }
-    if (delta > 0) for (const s of [...this.#streams.values()]) this.pump(s);
-    return true;
+  protected openStreams(): IterableIterator<H2ClientStream> {
+    return this.#streams.values();
   }
 
   protected peerSettingsApplied(): void {

@@ -24,7 +24,8 @@ export interface H2SessionSettings {
 
 const FLUSH_BEFORE_DESTROY_MS = 1000;
 
-export abstract class H2Connection implements FrameSink {
+/** `S`: the subclass's streams, whose send windows the peer's SETTINGS_INITIAL_WINDOW_SIZE moves. */
+export abstract class H2Connection<S extends { sendWindow: number }> implements FrameSink {
   protected readonly socket: Duplex;
   protected readonly settings: H2SessionSettings;
   protected readonly out = new FrameWriter();
@@ -89,8 +90,10 @@ export abstract class H2Connection implements FrameSink {
   protected abstract headerBlock(id: number, flags: number, fields: string[], size: number): void;
   protected abstract rstStream(id: number, code: number): void;
   protected abstract streamWindowUpdate(id: number, increment: number): void;
-  /** SETTINGS_INITIAL_WINDOW_SIZE changed by `delta`: every stream's send window moves by it. */
-  protected abstract peerWindowChanged(delta: number): boolean;
+  /** The streams open now. */
+  protected abstract openStreams(): IterableIterator<S>;
+  /** Sends what a stream's windows, the connection's and the socket allow. */
+  abstract pump(stream: S): void;
   /** The peer's SETTINGS were applied (and acknowledged). */
   protected abstract peerSettingsApplied(): void;
   protected abstract goaway(lastStreamId: number, code: number, detail: string): void;
@@ -252,7 +255,7 @@ export abstract class H2Connection implements FrameSink {
         }
         const delta = value - this.peerInitialWindow;
         this.peerInitialWindow = value;
-        return delta === 0 || this.peerWindowChanged(delta);
+        return delta === 0 || this.#peerWindowChanged(delta);
       }
       case Setting.MAX_FRAME_SIZE:
         if (value < DEFAULT_MAX_FRAME_BYTES || value > 16_777_215) {
@@ -265,6 +268,19 @@ export abstract class H2Connection implements FrameSink {
         // SETTINGS_MAX_HEADER_LIST_SIZE is advisory; unknown settings are ignored.
         return true;
     }
+  }
+
+  /** SETTINGS_INITIAL_WINDOW_SIZE changed by `delta`: every stream's send window moves by it (RFC 9113 §6.9.2). */
+  #peerWindowChanged(delta: number): boolean {
+    for (const s of this.openStreams()) {
+      s.sendWindow += delta;
+      if (s.sendWindow > MAX_WINDOW_BYTES) {
+        this.connectionError(H2Code.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
+        return false;
+      }
+    }
+    if (delta > 0) for (const s of [...this.openStreams()]) this.pump(s);
+    return true;
   }
 
   #ping(flags: number, id: number, payload: Buffer): void {

@@ -35,7 +35,7 @@ const CLOSE_GRACE_MS = 1000;
 const RESET_IDS_KEPT = 1024;
 const EMPTY = Buffer.alloc(0);
 
-export class H2ServerSession extends H2Connection implements ServerStreamOwner, H2ServerSessionView {
+export class H2ServerSession extends H2Connection<H2ServerStream> implements ServerStreamOwner, H2ServerSessionView {
   /** The client's socket (a TLSSocket on TLS). */
   declare readonly socket: Socket;
   readonly #owner: ServerSessionOwner;
@@ -273,16 +273,8 @@ export class H2ServerSession extends H2Connection implements ServerStreamOwner, 
     this.pump(s);
   }
 
-  protected peerWindowChanged(delta: number): boolean {
-    for (const s of this.#streams.values()) {
-      s.sendWindow += delta;
-      if (s.sendWindow > MAX_WINDOW_BYTES) {
-        this.connectionError(H2Code.FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-        return false;
-      }
-    }
-    if (delta > 0) for (const s of [...this.#streams.values()]) this.pump(s);
-    return true;
+  protected openStreams(): IterableIterator<H2ServerStream> {
+    return this.#streams.values();
   }
 
   protected peerSettingsApplied(): void {}
