@@ -3,6 +3,7 @@ import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, InvalidLogLevelError, parseLogLevel, ROOT_LOGGER } from '../core/log.js';
 import { prxVersion } from '../core/version.js';
 import type { ProxyProcess } from './proxy-process.js';
+import { adoptExposedGc } from '../core/read-pacer.js';
 
 const USAGE = `usage: prx [--log-level <level>] <config.yaml|config.json|->
        prx --check <config>   validate the config and print it with defaults
@@ -89,6 +90,8 @@ async function serve(proxy: ProxyProcess): Promise<void> {
 
 /** Entry point of `bin/prx`. */
 export async function main(args: string[]): Promise<void> {
+  // bin/prx starts node with --expose-gc for this alone: scavenges paced by socket reads.
+  adoptExposedGc();
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(USAGE);
     return;

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import { H2Code, H2ConnectionError } from '../errors.js';
 import { DEFAULT_MAX_FRAME_BYTES, DEFAULT_WINDOW_BYTES, Flag, FrameParser, FrameType, FrameWriter, MAX_WINDOW_BYTES, Setting, type FrameSink } from './frames.js';
 import { HpackDecoder, HpackEncoder } from './hpack.js';
+import { noteSocketRead } from '../../../core/read-pacer.js';
 
 /** What a session announces and how it returns credit. */
 export interface H2SessionSettings {
@@ -57,7 +58,10 @@ export abstract class H2Connection<S extends { sendWindow: number }> implements 
     this.#decoder = new HpackDecoder(settings.headerTableBytes);
     this.#parser = new FrameParser(this, settings.maxFrameBytes);
     this.#connRecvWindow = settings.connectionWindowBytes;
-    socket.on('data', (chunk: Buffer) => this.received(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      noteSocketRead(chunk.length);
+      this.received(chunk);
+    });
     socket.on('drain', () => {
       this.socketFull = false;
       this.drained();

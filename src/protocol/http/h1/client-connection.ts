@@ -20,6 +20,7 @@ import { CRLF2, KEEP_ALIVE_MARGIN_MS, LAST_CHUNK, bodyless, writeChunk } from '.
 import { bareLineBreak } from './framing.js';
 import { CHUNKED_DATA, CHUNKED_END, CHUNKED_MORE, ChunkedDecoder, TRAILERS_TOO_LARGE } from './chunked-decoder.js';
 import { ResponseHead, readResponseHead } from './response-head.js';
+import { noteSocketRead } from '../../../core/read-pacer.js';
 
 /** What a connection needs from the pool that owns it. */
 export interface ConnectionOwner {
@@ -265,6 +266,7 @@ export class H1Connection implements ExchangeController {
   }
 
   #onData(chunk: Buffer): void {
+    noteSocketRead(chunk.length);
     this.#quietMs = 0;
     if (this.#handler === undefined) {
       // Bytes on an idle connection: the upstream is not speaking HTTP/1.1 to us any more.

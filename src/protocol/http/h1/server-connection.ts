@@ -25,6 +25,7 @@ import { InboundRequest, RequestBodyTimeoutError, type BodySource } from './serv
 import { InboundResponse, type ResponseHost } from './server-response.js';
 import { CRLF2 } from './wire.js';
 import { CHUNKED_DATA, CHUNKED_END, CHUNKED_MORE, ChunkedDecoder } from './chunked-decoder.js';
+import { noteSocketRead } from '../../../core/read-pacer.js';
 
 /** What the server does with requests; the callbacks are the router's. */
 export interface ServerCallbacks {
@@ -147,6 +148,7 @@ export class ServerConnection implements BodySource, ResponseHost {
   }
 
   #data(chunk: Buffer): void {
+    noteSocketRead(chunk.length);
     if (this.#dead || this.#ending) return;
     const pending = this.#pending;
     this.#pending = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
