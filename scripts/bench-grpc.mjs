@@ -96,6 +96,26 @@ async function serverRole() {
   process.stdin.once('close', () => server.forceShutdown());
 }
 
+/**
+ * The relay: a bare TCP byte relay (node net, no parsing) on 127.0.0.1 in front of --port, in
+ * prx's place and on its core: what one more hop costs on this machine, whatever the proxy.
+ * Prints {"port": N}; exits when stdin closes.
+ */
+async function relayRole(o) {
+  const { createServer: tcpServer, connect } = await import('node:net');
+  const server = tcpServer({ noDelay: true }, (down) => {
+    const up = connect({ host: '127.0.0.1', port: o.port, noDelay: true });
+    down.pipe(up).on('error', () => down.destroy());
+    up.pipe(down).on('error', () => up.destroy());
+    down.on('error', () => up.destroy());
+    up.on('error', () => down.destroy());
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
+  process.stdin.resume();
+  process.stdin.once('close', () => process.exit(0));
+}
+
 function percentile(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
@@ -268,19 +288,21 @@ const int = (v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).
 export function renderGrpcSection(run) {
   const { rounds, date, concurrency, duration, warmup, pinning, node, grpcJs } = run;
   const med = (target, k) => median(rounds.map((r) => r[target]?.[k]));
-  const added = (k) => median(rounds.map((r) => (r.prx && r.direct ? r.prx[k] - r.direct[k] : null)));
+  const addedOver = (base, k) => median(rounds.map((r) => (r.prx && r[base] ? r.prx[k] - r[base][k] : null)));
+  const added = (k) => addedOver('direct', k);
   const lines = [
     MARK_BEGIN,
     `## gRPC unary — ${date}`,
     '',
     `- grpc-js ${grpcJs} client and server (Buffer serializers, ${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one channel, node ${node}`,
     `- ${rounds.length} interleaved round(s) of ${duration} s per target after ${warmup} s warm-up (each client a fresh process), order alternating; medians over rounds`,
-    `- Pinning: ${pinning ? 'client and server on cpu0, prx on cpu1' : 'none'}; prx: \`bin/prx\`, an h2 router (path identifier, dtab, io.prx.h2.grpc.default, retries, failure accrual)`,
+    `- Pinning: ${pinning ? 'client and server on cpu0, prx (and the relay) on cpu1' : 'none'}; prx: \`bin/prx\`, an h2 router (path identifier, dtab, io.prx.h2.grpc.default, retries, failure accrual)`,
+    '- relay: a bare TCP byte relay (node `net`, no parsing) in prx\'s place: what one more hop costs on this machine, whatever the proxy',
     '',
     '| target | rps | p50 ms | p99 ms | p99.9 ms | errors | prx CPU µs/call | prx RSS MiB |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  for (const t of ['direct', 'prx']) {
+  for (const t of ['direct', 'relay', 'prx']) {
     const errs = rounds.reduce((a, r) => a + (r[t]?.errors ?? 0), 0);
     lines.push(`| ${t === 'prx' ? '**prx**' : t} | ${int(med(t, 'rps'))} | ${f2(med(t, 'p50'))} | ${f2(med(t, 'p99'))} | ${f2(med(t, 'p999'))} | ${errs} | ${t === 'prx' ? int(med(t, 'cpuUsPerCall')) : '–'} | ${t === 'prx' ? f2(med(t, 'rssMiB')) : '–'} |`);
   }
@@ -296,9 +318,11 @@ export function renderGrpcSection(run) {
     `| added latency at p50 ≤ ${GRPC_TARGETS.addedP50Ms} ms | ${f3(a50)} ms | ${a50 === null ? '?' : a50 <= GRPC_TARGETS.addedP50Ms ? 'yes' : 'no'} |`,
     `| added latency at p99 ≤ ${GRPC_TARGETS.addedP99Ms} ms | ${f3(a99)} ms | ${a99 === null ? '?' : a99 <= GRPC_TARGETS.addedP99Ms ? 'yes' : 'no'} |`,
     '',
-    '| round | direct rps | direct p50 / p99 ms | prx rps | prx p50 / p99 ms |',
-    '|---:|---:|---:|---:|---:|',
-    ...rounds.map((r, i) => `| ${i + 1} | ${int(r.direct?.rps)} | ${f2(r.direct?.p50)} / ${f2(r.direct?.p99)} | ${int(r.prx?.rps)} | ${f2(r.prx?.p50)} / ${f2(r.prx?.p99)} |`),
+    `The hop alone (relay − direct): p50 ${f3(median(rounds.map((r) => (r.relay && r.direct ? r.relay.p50 - r.direct.p50 : null))))} ms, p99 ${f3(median(rounds.map((r) => (r.relay && r.direct ? r.relay.p99 - r.direct.p99 : null))))} ms; prx over the relay: p50 ${f3(addedOver('relay', 'p50'))} ms, p99 ${f3(addedOver('relay', 'p99'))} ms.`,
+    '',
+    '| round | direct rps | direct p50 / p99 ms | relay rps | relay p50 / p99 ms | prx rps | prx p50 / p99 ms |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+    ...rounds.map((r, i) => `| ${i + 1} | ${int(r.direct?.rps)} | ${f2(r.direct?.p50)} / ${f2(r.direct?.p99)} | ${int(r.relay?.rps)} | ${f2(r.relay?.p50)} / ${f2(r.relay?.p99)} | ${int(r.prx?.rps)} | ${f2(r.prx?.p50)} / ${f2(r.prx?.p99)} |`),
     MARK_END,
   );
   return `${lines.join('\n')}\n`;
@@ -331,6 +355,8 @@ async function benchRun(o) {
     const config = join(scratch, 'prx.yaml');
     writeFileSync(config, JSON.stringify(prxConfig({ proxy, admin, upstream }), null, 2));
     const prx = started(1, join(REPO, 'bin', 'prx'), [config], ['ignore', 'pipe', 'pipe']);
+    const relay = started(1, process.execPath, [SELF, '--role', 'relay', '--port', String(upstream)], ['pipe', 'pipe', 'inherit']);
+    const relayPort = JSON.parse(await firstLine(relay, 15000, 'the tcp relay')).port;
     let prxOut = '';
     prx.stdout.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
     prx.stderr.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
@@ -347,9 +373,9 @@ async function benchRun(o) {
     const rounds = [];
     for (let i = 0; i < o.rounds; i++) {
       const round = {};
-      for (const target of i % 2 === 0 ? ['direct', 'prx'] : ['prx', 'direct']) {
+      for (const target of i % 2 === 0 ? ['direct', 'relay', 'prx'] : ['prx', 'relay', 'direct']) {
         const cpu0 = target === 'prx' ? cpuSeconds(prx.pid) : null;
-        const r = await measure(o, target === 'prx' ? proxy : upstream, o.duration, o.warmup);
+        const r = await measure(o, target === 'prx' ? proxy : target === 'relay' ? relayPort : upstream, o.duration, o.warmup);
         if (target === 'prx') {
           const cpu1 = cpuSeconds(prx.pid);
           r.cpuUsPerCall = cpu0 !== null && cpu1 !== null && r.total > 0 ? ((cpu1 - cpu0) * 1e6) / r.total : null;
@@ -379,12 +405,16 @@ async function benchRun(o) {
 async function main() {
   const o = options(process.argv.slice(2));
   if (o.role === 'server') return serverRole().then(() => undefined);
+  if (o.role === 'relay') {
+    if (o.port === undefined) usageError('--role relay needs --port (the server behind it)');
+    return relayRole(o).then(() => undefined);
+  }
   if (o.role === 'client') {
     if (o.port === undefined) usageError('--role client needs --port');
     await clientRole(o);
     return 0;
   }
-  if (o.role !== undefined) usageError(`--role must be server or client, got ${JSON.stringify(o.role)}`);
+  if (o.role !== undefined) usageError(`--role must be server, client or relay, got ${JSON.stringify(o.role)}`);
   if (o.otherMode !== undefined) {
     process.stdout.write(`gRPC unary benchmark: skipped (${o.otherMode} is another suite's mode)\n`);
     return 0;

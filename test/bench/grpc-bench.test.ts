@@ -54,6 +54,26 @@ describe('bench-grpc roles', () => {
     await new Promise((r) => (server.exitCode === null ? server.once('exit', r) : r(null)));
   });
 
+  it('the relay passes calls through to the server unchanged', async () => {
+    const relay = spawn(process.execPath, [BENCH, '--role', 'relay', '--port', String(port)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: relay.stdout! }).once('line', resolve);
+        relay.once('exit', (code) => reject(new Error(`relay exited (${code})`)));
+      });
+      const relayPort = (JSON.parse(line) as { port: number }).port;
+      assert.notEqual(relayPort, port);
+      const r = await run([BENCH, '--role', 'client', '--port', String(relayPort), '--duration', '1', '--warmup', '0', '--concurrency', '4']);
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { calls: number; errors: number };
+      assert.ok(out.calls > 0, r.stdout);
+      assert.equal(out.errors, 0);
+    } finally {
+      relay.stdin!.end();
+      await new Promise((r) => (relay.exitCode === null ? relay.once('exit', r) : r(null)));
+    }
+  });
+
   it('the client measures unary calls against the server: rps, p50 ≤ p99, no errors', async () => {
     const r = await run([BENCH, '--role', 'client', '--port', String(port), '--duration', '1', '--warmup', '0', '--concurrency', '4']);
     assert.equal(r.code, 0, r.stderr);
@@ -66,7 +86,7 @@ describe('bench-grpc roles', () => {
 
 describe('bench-grpc options', () => {
   it('rejects unknown options and malformed numbers with exit 2; skips in the other suites’ modes', async () => {
-    for (const args of [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both']]) {
+    for (const args of [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both'], ['--role', 'relay']]) {
       const r = await run([BENCH, ...args]);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /^bench-grpc: /);
@@ -91,6 +111,7 @@ describe('bench-grpc through prx (1 round × 1 s)', () => {
     const r = await run([BENCH, '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--md', md]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     assert.match(r.stdout, /r1 direct: [\d,]+ rps/);
+    assert.match(r.stdout, /r1 relay: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
     assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
     const text = readFileSync(md, 'utf8');
     assert.ok(text.startsWith(before), 'what was before the section is kept');
@@ -98,6 +119,8 @@ describe('bench-grpc through prx (1 round × 1 s)', () => {
     assert.doesNotMatch(text, /stale/);
     assert.equal(text.split('## gRPC unary').length, 2, 'one gRPC section');
     assert.match(text, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
+    assert.match(text, /\| relay \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
+    assert.match(text, /The hop alone \(relay − direct\): p50 -?[\d.]+ ms, p99 -?[\d.]+ ms; prx over the relay: p50 -?[\d.]+ ms/);
     assert.match(text, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
     assert.match(text, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
     assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
