@@ -58,7 +58,7 @@ describe('bench-grpc roles', () => {
     const relay = spawn(process.execPath, [BENCH, '--role', 'relay', '--port', String(port)], { stdio: ['pipe', 'pipe', 'inherit'] });
     try {
       const line = await new Promise<string>((resolve, reject) => {
-        createInterface({ input: relay.stdout! }).once('line', resolve);
+        createInterface({ input: relay.stdout }).once('line', resolve);
         relay.once('exit', (code) => reject(new Error(`relay exited (${code})`)));
       });
       const relayPort = (JSON.parse(line) as { port: number }).port;
@@ -69,7 +69,7 @@ describe('bench-grpc roles', () => {
       assert.ok(out.calls > 0, r.stdout);
       assert.equal(out.errors, 0);
     } finally {
-      relay.stdin!.end();
+      relay.stdin.end();
       await new Promise((r) => (relay.exitCode === null ? relay.once('exit', r) : r(null)));
     }
   });
