@@ -11,6 +11,7 @@ import { H2ClientStream, type H2StreamHandler, type StreamOwner } from './client
 import { H2Connection, type H2SessionSettings } from './connection.js';
 import { CLIENT_PREFACE, Flag, FrameType, MAX_WINDOW_BYTES, Setting } from './frames.js';
 import { responseFields } from './fields.js';
+import { StreamTable } from './stream-table.js';
 
 export type { H2SessionSettings } from './connection.js';
 
@@ -28,11 +29,11 @@ const FLUSH_AT_BYTES = 256 * 1024;
 
 export class H2ClientSession extends H2Connection<H2ClientStream> implements StreamOwner {
   readonly #owner: SessionOwner;
-  readonly #streams = new Map<number, H2ClientStream>();
+  readonly #streams = new StreamTable<H2ClientStream>();
   /** Streams waiting for the peer's concurrency limit, in order. */
   readonly #waiting: H2ClientStream[] = [];
   /** Streams with request bytes held by the connection's send window or a full socket. */
-  readonly #blocked = new Set<H2ClientStream>();
+  readonly #blocked = new StreamTable<H2ClientStream>();
   #nextId = 1;
   #goingAway = false;
 
@@ -91,7 +92,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
     stream.id = id;
     stream.sendWindow = this.peerInitialWindow;
     stream.recvWindow = this.settings.initialWindowBytes;
-    this.#streams.set(id, stream);
+    this.#streams.add(stream);
     const fields = stream.fields as string[];
     stream.fields = undefined;
     const endNow = stream.endQueued && stream.queuedBytes === 0 && stream.trailers === undefined;
@@ -263,7 +264,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
     this.pump(s);
   }
 
-  protected openStreams(): IterableIterator<H2ClientStream> {
+  protected openStreams(): Iterable<H2ClientStream> {
     return this.#streams.values();
   }
 
@@ -275,7 +276,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
   protected goaway(last: number, code: number, detail: string): void {
     this.#goneForNew();
     // Streams past the last id were not processed: refused, so the router may send them elsewhere.
-    for (const s of [...this.#streams.values()]) if (s.id > last) this.#close(s, new StreamResetError(H2Code.REFUSED_STREAM, 'upstream'));
+    for (const s of this.#streams.values()) if (s.id > last) this.#close(s, new StreamResetError(H2Code.REFUSED_STREAM, 'upstream'));
     this.#refuseWaiting();
     // The peer failed the connection: the streams it had taken fail with its reason.
     if (code !== H2Code.NO_ERROR && this.#streams.size > 0) this.fail(new H2ConnectionError(code, 'peer', detail || 'no detail'), undefined);
@@ -284,8 +285,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
 
   protected drained(): void {
     if (this.#blocked.size === 0) return;
-    const blocked = [...this.#blocked];
-    this.#blocked.clear();
+    const blocked = this.#blocked.takeAll();
     for (const s of blocked) this.pump(s);
   }
 
@@ -294,7 +294,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
   #close(stream: H2ClientStream, error: Error | undefined): void {
     if (stream.closed) return;
     if (stream.id !== 0) this.#streams.delete(stream.id);
-    this.#blocked.delete(stream);
+    this.#blocked.delete(stream.id);
     stream.finish(error);
     this.#openWaiting();
     this.#closeIfIdle();
@@ -326,7 +326,7 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
   /** Streams never sent are refused (or get the connect failure); the rest get `error`. */
   protected failStreams(error: Error, cause: Error | undefined): void {
     this.#goneForNew();
-    const sent = [...this.#streams.values()];
+    const sent = this.#streams.values();
     this.#streams.clear();
     this.#blocked.clear();
     const waiting = this.#waiting.splice(0);

@@ -95,7 +95,7 @@ export abstract class H2Connection<S extends { sendWindow: number }> implements 
   protected abstract rstStream(id: number, code: number): void;
   protected abstract streamWindowUpdate(id: number, increment: number): void;
   /** The streams open now. */
-  protected abstract openStreams(): IterableIterator<S>;
+  protected abstract openStreams(): Iterable<S>;
   /** Sends what a stream's windows, the connection's and the socket allow. */
   abstract pump(stream: S): void;
   /** The peer's SETTINGS were applied (and acknowledged). */
@@ -283,7 +283,7 @@ export abstract class H2Connection<S extends { sendWindow: number }> implements 
         return false;
       }
     }
-    if (delta > 0) for (const s of [...this.openStreams()]) this.pump(s);
+    if (delta > 0) for (const s of this.openStreams()) this.pump(s);
     return true;
   }
 

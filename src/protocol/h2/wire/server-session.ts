@@ -11,6 +11,7 @@ import { H2Connection, type H2SessionSettings } from './connection.js';
 import { CLIENT_PREFACE, DEFAULT_WINDOW_BYTES, Flag, FrameType, MAX_WINDOW_BYTES, Setting } from './frames.js';
 import { requestHead, requestTrailers } from './fields.js';
 import { H2ServerStream, LOW_WATER_BYTES, type H2Fields, type H2ServerSessionView, type ServerStreamOwner } from './server-stream.js';
+import { StreamTable } from './stream-table.js';
 
 export type { H2SessionSettings } from './connection.js';
 
@@ -40,9 +41,9 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
   declare readonly socket: Socket;
   readonly #owner: ServerSessionOwner;
   readonly #maxStreams: number;
-  readonly #streams = new Map<number, H2ServerStream>();
+  readonly #streams = new StreamTable<H2ServerStream>();
   /** Streams with response bytes held by the connection's send window or a full socket. */
-  readonly #blocked = new Set<H2ServerStream>();
+  readonly #blocked = new StreamTable<H2ServerStream>();
   readonly #resetIds = new Set<number>();
   /** The highest stream id the client used (opened, refused or rejected). */
   #lastSeen = 0;
@@ -199,7 +200,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
     }
     const stream = new H2ServerStream(this, id, this.peerInitialWindow, this.#acked ? this.settings.initialWindowBytes : DEFAULT_WINDOW_BYTES, headers[':method'] === 'HEAD');
     stream.expectedBytes = expected;
-    this.#streams.set(id, stream);
+    this.#streams.add(stream);
     this.lastPeerStream = id;
     if (endStream) stream.remoteEnded(undefined);
     try {
@@ -273,7 +274,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
     this.pump(s);
   }
 
-  protected openStreams(): IterableIterator<H2ServerStream> {
+  protected openStreams(): Iterable<H2ServerStream> {
     return this.#streams.values();
   }
 
@@ -294,8 +295,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
 
   protected drained(): void {
     if (this.#blocked.size === 0) return;
-    const blocked = [...this.#blocked];
-    this.#blocked.clear();
+    const blocked = this.#blocked.takeAll();
     for (const s of blocked) this.pump(s);
   }
 
@@ -319,7 +319,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
   #close(stream: H2ServerStream): void {
     if (stream.closed) return;
     this.#streams.delete(stream.id);
-    this.#blocked.delete(stream);
+    this.#blocked.delete(stream.id);
     stream.finish();
     this.#closeIfIdle();
   }
@@ -328,7 +328,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
   protected failStreams(error: Error): void {
     this.#goingAway = true;
     const code = error instanceof H2ConnectionError || error instanceof H2DownstreamClosedError ? error.h2Code : H2Code.CANCEL;
-    const open = [...this.#streams.values()];
+    const open = this.#streams.values();
     this.#streams.clear();
     this.#blocked.clear();
     for (const s of open) {
