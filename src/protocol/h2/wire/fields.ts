@@ -15,15 +15,31 @@ const VALID_NAME = /^[a-z0-9!#$%&'*+\-.^_`|~]+$/;
 /** A field value without NUL, CR or LF, and without leading or trailing whitespace (RFC 9113 §8.2.1). */
 const INVALID_VALUE = /[\0\r\n]|^[ \t]|[ \t]$/;
 
-/** Node's header object as alternating names and values: pseudo-headers first, each array value a field per item. */
+/** Regular fields of the call in progress, appended after the pseudo-headers (reused: emptied after each call). */
+const regularScratch: string[] = [];
+
+/**
+ * Node's header object as alternating names and values: pseudo-headers first, each array value a
+ * field per item. One walk over the object: header objects have a null prototype, which V8 keeps
+ * as a dictionary, and each `for…in` over one builds its key list anew.
+ */
 export function requestFields(headers: OutgoingHttpHeaders): string[] {
   const out: string[] = [];
+  const regular = regularScratch;
   for (const name in headers) {
-    if (name.charCodeAt(0) !== 58 /* : */) continue;
     const v = headers[name];
-    if (v !== undefined) out.push(name, String(v));
+    if (v === undefined) continue;
+    if (name.charCodeAt(0) === 58 /* : */) out.push(name, String(v));
+    else if (!CONNECTION_SPECIFIC.has(name)) {
+      if (Array.isArray(v)) for (const item of v) regular.push(name, String(item));
+      else regular.push(name, typeof v === 'string' ? v : String(v));
+    }
   }
-  pushRegular(headers, out);
+  for (let i = 0; i < regular.length; i++) {
+    out.push(regular[i] as string);
+    regular[i] = '';
+  }
+  regular.length = 0;
   return out;
 }
 
