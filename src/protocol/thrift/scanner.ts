@@ -32,7 +32,8 @@ const F_LIST = 1;
 const F_MAP = 2;
 
 /** Thrown inside a step when the bytes run out; the step is retried once more arrive. */
-const INCOMPLETE = Symbol('incomplete');
+// One object, thrown and caught within a scan: control flow, never seen outside (no stack per throw).
+const INCOMPLETE = new Error('thrift message incomplete');
 
 /** The outcome of a completed scan. */
 export interface ScannedMessage {
