@@ -1,12 +1,12 @@
 /**
  * How the thrift router answers a call it could not forward: an EXCEPTION message carrying a
  * TApplicationException of type INTERNAL_ERROR (thrift has no type for a proxy's failures; Finagle
- * servers answer failures of the service this way too), whose message says what failed in
- * Linkerd's words (no hosts with the dtabs, connection failure with the addresses, timeouts).
+ * servers answer failures of the service this way too), whose one-line message says what failed in
+ * Finagle's words (no hosts with the dtabs, the connection that failed, the timeout exceeded).
  */
 import type { Dtab } from '../../naming/index.js';
 import { errorMessage } from '../../core/errors.js';
-import { richRoutingFailure } from '../../protocol/http/headers/proxy-errors.js';
+import { NoBrokersAvailableError } from '../../service/failures.js';
 import { AppExceptionType, encodeAppException, type AppException } from '../../protocol/thrift/app-exception.js';
 import type { ThriftProtocolName } from '../../protocol/thrift/message.js';
 
@@ -19,8 +19,11 @@ export interface FailedCall {
 
 /** The TApplicationException for a failure of call `c`. */
 export function appExceptionFor(err: unknown, c: FailedCall): AppException {
-  const rich = richRoutingFailure(err, { service: c.dst ?? 'unknown', baseDtab: c.baseDtab, localDtab: c.localDtab });
-  return { type: AppExceptionType.INTERNAL_ERROR, message: `prx: ${errorMessage(rich ?? err)}` };
+  const message =
+    err instanceof NoBrokersAvailableError
+      ? `No hosts are available for ${c.dst ?? err.dst}, Dtab.base=[${c.baseDtab.show}], Dtab.local=[${c.localDtab?.show ?? ''}]. Remote Info: Not Available`
+      : errorMessage(err);
+  return { type: AppExceptionType.INTERNAL_ERROR, message: `prx: ${message}` };
 }
 
 /** The EXCEPTION message answering call `name`/`seqid` with the failure. */
