@@ -214,6 +214,8 @@ export class ApacheClient {
   }
 }
 
+const KNOWN: ReadonlySet<string> = new Set(['echo', 'declared', 'boom', 'slow', 'note']);
+
 /** A backend's record of what it was sent. */
 export interface BackendLog {
   readonly calls: { readonly name: string; readonly arg: string; readonly seqid: number; readonly type: number }[];
@@ -244,9 +246,10 @@ export async function startApacheBackend(f: Framing, p: Proto, label: string): P
       const method = m.fname.includes(':') ? m.fname.slice(m.fname.indexOf(':') + 1) : m.fname;
       if (m.mtype === MT.ONEWAY) return;
       const reply = (): void => {
-        if (method === 'boom') {
+        // As a generated processor does: an unknown method is a TApplicationException UNKNOWN_METHOD.
+        if (method === 'boom' || !KNOWN.has(method)) {
           output.writeMessageBegin(m.fname, MT.EXCEPTION, m.rseqid);
-          const x = new thrift.Thrift.TApplicationException(1, `boom from ${label}`);
+          const x = new thrift.Thrift.TApplicationException(1, method === 'boom' ? `boom from ${label}` : `Unknown function ${m.fname}`);
           // Apache's node writer takes the type from `code` (its reader sets `type`).
           (x as unknown as { code: number }).code = 1;
           x.write(output);
