@@ -164,7 +164,7 @@ describe('thrift router failures', () => {
     }
   });
 
-  it('stats: server, service and client scopes count requests, success, failures (by class) and latency', async () => {
+  it('stats: server, service and client scopes count requests, success, failures (by class) and latency', () => {
     const server = `rt/f/server/127.0.0.1/${rt.port}`;
     assert.ok((rt.metric(`${server}/requests`) ?? 0) > 0);
     assert.ok((rt.metric(`${server}/success`) ?? 0) > 0);
