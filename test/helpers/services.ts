@@ -65,6 +65,7 @@ function missingPackages(): string[] {
   if (!existsSync('/usr/share/java/zookeeper.jar')) missing.push('zookeeper');
   if (!has('java')) missing.push('java');
   if (!has('curl')) missing.push('curl');
+  if (spawnSync('/usr/bin/python3', ['-c', 'import thriftpy'], { stdio: 'ignore' }).status !== 0) missing.push('python3-thriftpy');
   return missing;
 }
 

@@ -244,7 +244,8 @@ export async function startApacheBackend(f: Framing, p: Proto, label: string): P
       input.readMessageEnd();
       log.calls.push({ name: m.fname, arg, seqid: m.rseqid, type: m.mtype });
       const method = m.fname.includes(':') ? m.fname.slice(m.fname.indexOf(':') + 1) : m.fname;
-      if (m.mtype === MT.ONEWAY) return;
+      // `note` is oneway in the IDL: never answered, whatever type the caller wrote.
+      if (m.mtype === MT.ONEWAY || method === 'note') return;
       const reply = (): void => {
         // As a generated processor does: an unknown method is a TApplicationException UNKNOWN_METHOD.
         if (method === 'boom' || !KNOWN.has(method)) {
