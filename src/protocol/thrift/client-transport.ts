@@ -21,10 +21,15 @@ export interface ThriftRequest {
   message: Buffer;
   header: MessageHeader;
   readonly oneway: boolean;
-  /** What an upgraded upstream connection is told before the call (dest, delegations, trace). */
-  readonly requestHeader: RequestHeader;
+  /** Makes what an upgraded upstream connection is told before the call (dest, delegations, trace). */
+  readonly context: RequestHeaderSource;
   /** {@link requestHeader} encoded, made on first use by an upgraded connection. */
   encodedHeader: Buffer | undefined;
+}
+
+/** The router's side of a call's TTwitter header, asked only when a connection is upgraded. */
+export interface RequestHeaderSource {
+  requestHeader(): RequestHeader;
 }
 
 /** What an endpoint's connections are made with. */
@@ -259,7 +264,7 @@ export class ThriftConnection {
     const seqid = this.#nextSeqid();
     const msg = withSeqid(this.#proto, req.message, req.header, seqid);
     let prefix: Buffer | undefined;
-    if (this.#upgraded) prefix = req.encodedHeader ??= encodeRequestHeader(this.#proto, req.requestHeader);
+    if (this.#upgraded) prefix = req.encodedHeader ??= encodeRequestHeader(this.#proto, req.context.requestHeader());
     ex.written = true;
     this.#write(msg, prefix, req.oneway ? ex : undefined);
   }

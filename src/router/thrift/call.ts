@@ -1,7 +1,7 @@
 import { Dentry, Dtab, readNameTree, readPrefix, type Path } from '../../naming/index.js';
 import { errorMessage } from '../../core/errors.js';
 import { MaxConcurrentRequestsError } from '../../protocol/http/headers/proxy-errors.js';
-import type { ThriftRequest } from '../../protocol/thrift/client-transport.js';
+import type { RequestHeaderSource, ThriftRequest } from '../../protocol/thrift/client-transport.js';
 import { MessageType, withSeqid, type MessageHeader, type ThriftProtocolName } from '../../protocol/thrift/message.js';
 import type { RequestHeader } from '../../protocol/thrift/ttwitter.js';
 import { randomSpanId } from '../../service/tracing.js';
@@ -25,7 +25,7 @@ export interface CallConnection {
  * delegations made the request's local dtab, routed through the path cache; the upstream reply
  * (or the failure as a TApplicationException) gets the downstream's seqid back.
  */
-export class ThriftCall {
+export class ThriftCall implements RequestHeaderSource {
   readonly started = performance.now();
   readonly handle = new AttemptHandle();
   readonly header: MessageHeader;
@@ -44,6 +44,11 @@ export class ThriftCall {
     this.#message = message;
     this.header = header;
     this.#incoming = incoming;
+  }
+
+  requestHeader(): RequestHeader {
+    const incoming = this.#conn.clearContext ? undefined : this.#incoming;
+    return outgoingHeader(incoming, this.#incoming?.dest, this.localDtab ?? Dtab.empty);
   }
 
   get oneway(): boolean {
@@ -67,7 +72,7 @@ export class ThriftCall {
         message: this.#message,
         header: h,
         oneway: this.oneway,
-        requestHeader: outgoingHeader(incoming, this.#incoming?.dest, localDtab),
+        context: this,
         encodedHeader: undefined,
       };
       if (this.handle.cancelled !== undefined) throw this.handle.cancelled;
