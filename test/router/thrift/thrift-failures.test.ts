@@ -89,7 +89,7 @@ describe('thrift router failures', () => {
   it('backend down: a connection failure after the requeues', async () => {
     const c = await ApacheClient.open(rt.port, 'framed', 'binary');
     try {
-      const r = await c.call('down', 'x', 5);
+      const r = await c.call('down:echo', 'x', 5);
       assert.equal(r.type, MT.EXCEPTION);
       assert.equal(r.appException?.type, INTERNAL_ERROR);
       assert.match(r.appException?.message ?? '', /Unable to establish connection to 127\.0\.0\.1:\d+/);
@@ -101,9 +101,12 @@ describe('thrift router failures', () => {
   it('a refused endpoint: calls are requeued to the other one and all succeed', async () => {
     const c = await ApacheClient.open(rt.port, 'framed', 'binary');
     try {
-      for (let i = 0; i < 12; i++) assert.equal((await c.call('mixed', `m${i}`, i)).value, `b1:m${i}`);
+      for (let i = 0; i < 12; i++) {
+        const r = await c.call('mixed:echo', `m${i}`, i);
+        assert.equal(r.value, `b1:m${i}`, JSON.stringify(r));
+      }
       assert.ok((rt.metric('rt/f/client/#/io.prx.fs/mixed/retries/requeues') ?? 0) > 0, 'requeued');
-      assert.equal(backend.log.calls.filter((x) => x.name === 'mixed').length, 12);
+      assert.equal(backend.log.calls.filter((x) => x.name === 'mixed:echo').length, 12);
     } finally {
       c.close();
     }
@@ -125,7 +128,7 @@ describe('thrift router failures', () => {
   it('a backend dying mid-reply: a TApplicationException, no hang', async () => {
     const c = await ApacheClient.open(rt.port, 'framed', 'binary');
     try {
-      const r = await c.call('dying', 'x', 3);
+      const r = await c.call('dying:echo', 'x', 3);
       assert.equal(r.type, MT.EXCEPTION);
       assert.match(r.appException?.message ?? '', /closed before the reply arrived/);
     } finally {
@@ -161,6 +164,33 @@ describe('thrift router failures', () => {
     } finally {
       good.close();
       bad.close();
+    }
+  });
+
+  it('a slow client (a byte at a time) is served; one dying mid-message leaves the others alone', async () => {
+    const slow = await ApacheClient.open(rt.port, 'framed', 'binary');
+    const dead = await ApacheClient.open(rt.port, 'framed', 'binary');
+    try {
+      const call = encodeCall('framed', 'binary', 'echo', 'trickle', 61);
+      const half = encodeCall('framed', 'binary', 'echo', 'never', 1);
+      dead.raw(half.subarray(0, half.length - 3));
+      const reply = new Promise((resolve, reject) => {
+        slow.socket.once('data', resolve);
+        slow.socket.once('error', reject);
+      });
+      for (let i = 0; i < call.length; i++) {
+        slow.raw(call.subarray(i, i + 1));
+        await new Promise((r) => setImmediate(r));
+      }
+      dead.close();
+      await reply;
+      const c = await ApacheClient.open(rt.port, 'framed', 'binary');
+      assert.equal((await c.call('echo', 'next', 62)).value, 'b1:next');
+      c.close();
+      assert.ok(!backend.log.calls.some((x) => x.arg === 'never'));
+    } finally {
+      slow.close();
+      dead.close();
     }
   });
 
