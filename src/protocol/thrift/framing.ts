@@ -8,8 +8,8 @@ import type { ThriftProtocolName } from './message.js';
 import { MessageScanner } from './scanner.js';
 import { structLength } from './ttwitter.js';
 
-/** The default maximum size of one message (a frame's payload), both directions: 16 MiB. */
-export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** The default maximum size of one message (a frame's payload), both directions: 32 MiB (a 16 MiB payload and then some). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
 export interface FramingOptions {
   readonly framed: boolean;

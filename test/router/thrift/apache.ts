@@ -59,7 +59,7 @@ interface ThriftLib {
   readonly TBinaryProtocol: ProtocolClass;
   readonly TCompactProtocol: ProtocolClass;
   readonly InputBufferUnderrunError: new () => Error;
-  createMultiplexServer(processor: { process(input: TProtocol, output: TProtocol): void }, opts: { transport: TransportClass; protocol: ProtocolClass }): Server;
+  createMultiplexServer(processor: { process(input: TProtocol, output: TProtocol): void }, opts: { transport: TransportClass; protocol: ProtocolClass; maxLength?: number }): Server;
 }
 
 export const thrift = createRequire(import.meta.url)('thrift') as ThriftLib;
@@ -282,7 +282,8 @@ export async function startApacheBackend(f: Framing, p: Proto, label: string): P
       else reply();
     },
   };
-  const server = thrift.createMultiplexServer(processor, { transport: transportClass(f), protocol: protocolClass(p) });
+  // Above Apache's default frame limit (16384000 bytes): the large-message tests send 16 MiB.
+  const server = thrift.createMultiplexServer(processor, { transport: transportClass(f), protocol: protocolClass(p), maxLength: 64 * 1024 * 1024 });
   server.on('error', () => {});
   const sockets = new Set<Socket>();
   server.on('connection', (s: Socket) => {

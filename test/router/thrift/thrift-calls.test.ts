@@ -152,3 +152,33 @@ describe('thrift router: naming', () => {
     }
   });
 });
+
+describe('thrift router: large messages', () => {
+  for (const [framing, proto, mib] of [
+    ['framed', 'binary', 16],
+    ['buffered', 'compact', 4],
+  ] as const) {
+    it(`a ${mib} MiB call and its ${mib} MiB reply pass (${framing} ${proto})`, async () => {
+      const backend = await startApacheBackend(framing, proto, 'big');
+      const rt = await startThriftRouter({
+        label: 'big',
+        thriftProtocol: proto,
+        dtab: `/svc => /$/inet/127.0.0.1/${backend.port}`,
+        servers: [{ thriftFramed: framing === 'framed' }],
+        client: { thriftFramed: framing === 'framed' },
+      });
+      const c = await ApacheClient.open(rt.port, framing, proto);
+      try {
+        const arg = 'z'.repeat(mib * 1024 * 1024);
+        const r = await c.call('echo', arg, 99);
+        assert.equal(r.seqid, 99);
+        assert.equal(r.value?.length, arg.length + 'big:'.length);
+        assert.ok(r.value?.startsWith('big:zzz') && r.value.endsWith('zzz'));
+      } finally {
+        c.close();
+        await rt.close();
+        await backend.close();
+      }
+    });
+  }
+});
