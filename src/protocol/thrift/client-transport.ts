@@ -7,6 +7,8 @@
  * TTwitter upgrade, and upgraded connections carry a RequestHeader before each call.
  */
 import { connect as netConnect, type Socket } from 'node:net';
+import type * as Tls from 'node:tls';
+import type { ClientTlsSettings } from '../../service/tls-settings.js';
 import { PrxError } from '../../core/errors.js';
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
@@ -41,6 +43,8 @@ export interface ThriftEndpointOptions extends FramingOptions {
   readonly maxWaiters: number;
   /** An idle connection closes after this long. */
   readonly idleTimeMs: number | undefined;
+  /** The client's `tls`: connections are TLS (no ALPN) when set. */
+  readonly tls: ClientTlsSettings | undefined;
 }
 
 /** One attempt: a call on an upstream connection and its reply. */
@@ -217,8 +221,8 @@ export class ThriftConnection {
     this.#reader = new MessageReader(o);
     this.#ex = first;
     first.conn = this;
-    const s = (this.#socket = netConnect({ host, port, noDelay: true }));
-    s.on('connect', () => this.#connected());
+    const s = (this.#socket = connectTo(host, port, o.tls));
+    s.on(o.tls === undefined ? 'connect' : 'secureConnect', () => this.#connected());
     s.on('data', (chunk: Buffer) => this.#data(chunk));
     s.on('error', (err) => this.#closed(err));
     s.on('close', () => this.#closed(undefined));
@@ -357,6 +361,20 @@ export class ThriftConnection {
     this.#socket.destroy();
     this.#transport.gone(this);
   }
+}
+
+function connectTo(host: string, port: number, tls: ClientTlsSettings | undefined): Socket {
+  if (tls === undefined) return netConnect({ host, port, noDelay: true });
+  const t: typeof Tls = process.getBuiltinModule('node:tls');
+  const s = t.connect({
+    host,
+    port,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    ...(tls.servername === undefined ? (host.includes(':') || /^[0-9.]+$/.test(host) ? {} : { servername: host }) : { servername: tls.servername }),
+    ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+  });
+  s.setNoDelay(true);
+  return s;
 }
 
 function noop(): void {}

@@ -41,6 +41,7 @@ export class ThriftParams implements RouterParams<ThriftEndpointOptions, ThriftC
       maxConnections: p.hostConnectionPool.maxSize,
       maxWaiters: p.hostConnectionPool.maxWaiters,
       idleTimeMs: p.clientSession.idleTimeMs ?? p.hostConnectionPool.idleTimeMs,
+      tls: policy.tls,
     };
     return { client: clientParamsOf(policy, transport), attemptTimeoutMs: policy.attemptTimeoutMs };
   }

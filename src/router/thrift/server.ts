@@ -1,4 +1,6 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import type * as Tls from 'node:tls';
+import { serverTlsOptions } from '../../service/tls-settings.js';
 import { errorMessage } from '../../core/errors.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import { ThriftProtocolError } from '../../protocol/thrift/errors.js';
@@ -37,7 +39,15 @@ export class ThriftServerHandler implements ProtocolServer {
     this.cfg = cfg;
     this.protocol = cfg.thriftProtocol ?? router.cfg.thriftProtocol;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
-    this.#listener = createServer({ noDelay: true }, (s) => this.#accept(s));
+    if (cfg.tls === undefined) this.#listener = createServer({ noDelay: true }, (s) => this.#accept(s));
+    else {
+      const tls: typeof Tls = process.getBuiltinModule('node:tls');
+      const secure = tls.createServer(serverTlsOptions(cfg.tls), (s) => this.#accept(s));
+      secure.on('connection', (s: Socket) => s.setNoDelay(true));
+      // A failed handshake is the client's problem: no connection, nothing to serve.
+      secure.on('tlsClientError', () => {});
+      this.#listener = secure;
+    }
   }
 
   #accept(socket: Socket): void {
