@@ -37,7 +37,7 @@ describe('thrift router config', () => {
 
   it('defaults: port 4114, framed, binary, /svc, no method in dst; a responseClassifier is refused', () => {
     const cfg = validateProxyConfig({ routers: [{ protocol: 'thrift', servers: [{}] }] });
-    const r = cfg.routers[0] as Record<string, unknown> & { servers: Record<string, unknown>[] };
+    const r = cfg.routers[0] as unknown as Record<string, unknown> & { servers: Record<string, unknown>[] };
     assert.equal(r.servers[0]?.['port'], 4114);
     assert.equal(r.servers[0]?.['thriftFramed'], true);
     assert.equal(r['thriftProtocol'], 'binary');
