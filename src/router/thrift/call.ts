@@ -4,7 +4,7 @@ import { MaxConcurrentRequestsError } from '../../protocol/http/headers/proxy-er
 import type { RequestHeaderSource, ThriftRequest } from '../../protocol/thrift/client-transport.js';
 import { MessageType, withSeqid, type MessageHeader, type ThriftProtocolName } from '../../protocol/thrift/message.js';
 import type { RequestHeader } from '../../protocol/thrift/ttwitter.js';
-import { randomSpanId } from '../../service/tracing.js';
+import { randomSpanId, TraceId } from '../../service/tracing.js';
 import type { Lease } from '../core/cache.js';
 import { AttemptHandle } from '../core/transport.js';
 import { failureReply } from './respond.js';
@@ -46,6 +46,21 @@ export class ThriftCall implements RequestHeaderSource {
     this.#incoming = incoming;
   }
 
+  /** The server span of a call: the caller's span from its TTwitter header, else a new root. */
+  traceId(): TraceId {
+    const h = this.#incoming;
+    if (h?.traceId === undefined || h.spanId === undefined) return TraceId.root();
+    const u = (v: bigint): bigint => BigInt.asUintN(64, v);
+    return new TraceId({
+      traceId: u(h.traceId),
+      spanId: u(h.spanId),
+      parentId: u(h.parentSpanId ?? h.spanId),
+      sampled: h.sampled,
+      flags: h.flags === undefined ? undefined : u(h.flags),
+      traceIdHigh: h.traceIdHigh === undefined ? undefined : u(h.traceIdHigh),
+    });
+  }
+
   requestHeader(): RequestHeader {
     const incoming = this.#conn.clearContext ? undefined : this.#incoming;
     return outgoingHeader(incoming, this.#incoming?.dest, this.localDtab ?? Dtab.empty);
@@ -54,6 +69,9 @@ export class ThriftCall implements RequestHeaderSource {
   get oneway(): boolean {
     return this.header.type === MessageType.ONEWAY;
   }
+
+  /** The client id the call was sent with, if served. */
+  clientId: string | undefined;
 
   /** Routes the call; never throws (failures become the answer). */
   async serve(overloaded: boolean): Promise<void> {
@@ -79,6 +97,7 @@ export class ThriftCall implements RequestHeaderSource {
       const served = await svc.serve(req, this.handle, Date.now() + router.bindingTimeoutMs, this.started);
       const ex = served.attempt.exchange;
       this.success = served.responseClass === 'success';
+      this.clientId = served.client.id;
       const reply = ex.reply;
       const rh = ex.replyHeader;
       this.out = reply === undefined || rh === undefined || this.oneway ? null : withSeqid(this.#conn.protocol, reply, rh, seqid);

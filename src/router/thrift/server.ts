@@ -8,6 +8,7 @@ import { frameHeader, MessageReader } from '../../protocol/thrift/framing.js';
 import { MessageType, readMessageHeader, type ThriftProtocolName } from '../../protocol/thrift/message.js';
 import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
 import type { Counter } from '../../service/stats/index.js';
+import { nullTracer } from '../../service/tracing.js';
 import type { ProtocolServer } from '../core/router-base.js';
 import { ServerStats } from '../core/server-stats.js';
 import type { ServerAddress } from '../core/types.js';
@@ -33,12 +34,15 @@ export class ThriftServerHandler implements ProtocolServer {
   readonly #conns = new Set<ThriftServerConnection>();
   #closing = false;
   malformed: Counter | undefined;
+  /** Whether the process has a tracer at all (else no trace id is made per call). */
+  readonly tracing: boolean;
 
   constructor(router: ThriftRouterHost, cfg: ThriftServerConfig) {
     this.router = router;
     this.cfg = cfg;
     this.protocol = cfg.thriftProtocol ?? router.cfg.thriftProtocol;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
+    this.tracing = router.tracer !== nullTracer;
     if (cfg.tls === undefined) this.#listener = createServer({ noDelay: true }, (s) => this.#accept(s));
     else {
       const tls: typeof Tls = process.getBuiltinModule('node:tls');
@@ -160,7 +164,14 @@ class ThriftServerConnection implements CallConnection {
 
   /** A call has its answer: write every answer ready at the front, in order. */
   done(call: ThriftCall): void {
-    this.#server.stats.end(call.success, performance.now() - call.started);
+    const stats = this.#server.stats;
+    if (this.#server.tracing) {
+      const traceId = call.traceId();
+      if (stats.tracing(traceId)) {
+        stats.trace({ traceId, started: call.started, service: call.dst?.show, client: call.clientId, residual: '/', success: call.success, extra: [{ kind: 'rpc', name: call.header.name }] });
+      }
+    }
+    stats.end(call.success, performance.now() - call.started);
     const calls = this.#calls;
     let n = 0;
     while (n < calls.length && (calls[n] as ThriftCall).out !== undefined) {

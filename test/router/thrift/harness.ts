@@ -6,7 +6,7 @@ import { dnsResolver } from '../../../src/namer/dns.js';
 import { SystemNamer, type MountedNamer } from '../../../src/naming/index.js';
 import type { RouterContext, RunningRouter } from '../../../src/router/core/types.js';
 import { MetricsRegistry } from '../../../src/service/stats/index.js';
-import { nullTracer } from '../../../src/service/tracing.js';
+import { nullTracer, type Tracer } from '../../../src/service/tracing.js';
 import { freePort } from '../support.js';
 
 export { eventually, freePort } from '../support.js';
@@ -21,7 +21,7 @@ export interface ThriftRouterUnderTest {
 }
 
 /** Builds and starts a thrift router; servers without a port get a free one. */
-export async function startThriftRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[]; log?: Logger } = {}): Promise<ThriftRouterUnderTest> {
+export async function startThriftRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[]; log?: Logger; tracer?: Tracer } = {}): Promise<ThriftRouterUnderTest> {
   const servers = (routerCfg['servers'] as Record<string, unknown>[] | undefined) ?? [{}];
   const withPorts = await Promise.all(servers.map(async (s) => ({ port: await freePort(), ...s })));
   const registry = new MetricsRegistry();
@@ -33,7 +33,7 @@ export async function startThriftRouter(routerCfg: Record<string, unknown>, opts
     stats: registry.stats,
     namers: opts.namers ?? [],
     system: new SystemNamer({ resolveHost: dnsResolver() }),
-    tracer: nullTracer,
+    tracer: opts.tracer ?? nullTracer,
     log: opts.log ?? pino({ level: process.env['PRX_TEST_LOG'] ?? 'silent' }),
   };
   const router = (def.create as (c: unknown, x: RouterContext) => RunningRouter)(cfg.routers[0], ctx);

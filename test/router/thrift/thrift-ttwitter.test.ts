@@ -11,6 +11,7 @@ import { MessageType, readMessageHeader } from '../../../src/protocol/thrift/mes
 import { ThriftReader, TType } from '../../../src/protocol/thrift/struct-codec.js';
 import { encodeRequestHeader, encodeUpgradeCall, UPGRADE_METHOD, type RequestHeader } from '../../../src/protocol/thrift/ttwitter.js';
 import { ApacheClient, encodeCall, startApacheBackend } from './apache.js';
+import type { TraceRecord, Tracer } from '../../../src/service/tracing.js';
 import { startThriftRouter, type ThriftRouterUnderTest } from './harness.js';
 
 /** A framed binary client that performs the TTwitter upgrade, as a Finagle client does. */
@@ -67,11 +68,13 @@ describe('thrift router: TTwitter upgrade', () => {
   let b2: Awaited<ReturnType<typeof startApacheBackend>>;
   let hopB: ThriftRouterUnderTest;
   let hopA: ThriftRouterUnderTest;
+  const records: TraceRecord[] = [];
+  const tracer: Tracer = { record: (r) => void records.push(r), sampleTrace: () => true };
 
   before(async () => {
     b1 = await startApacheBackend('framed', 'binary', 'b1');
     b2 = await startApacheBackend('framed', 'binary', 'b2');
-    hopB = await startThriftRouter({ label: 'b', dtab: `/backend => /$/inet/127.0.0.1/${b1.port}; /svc => /backend` });
+    hopB = await startThriftRouter({ label: 'b', dtab: `/backend => /$/inet/127.0.0.1/${b1.port}; /svc => /backend` }, { tracer });
     hopA = await startThriftRouter({
       label: 'a',
       // To the second hop with the upgrade; straight to a plain thrift backend under /direct.
@@ -97,6 +100,24 @@ describe('thrift router: TTwitter upgrade', () => {
     } finally {
       c.close();
     }
+  });
+
+  it("the caller's trace continues: the second hop's server span is a child of the first hop's", async () => {
+    records.length = 0;
+    const c = await TTwitterClient.open(hopA.port);
+    try {
+      assert.equal(await c.call('echo', 't', { traceId: 0x1234n, spanId: 0x55n, sampled: true }), 'b1:t');
+    } finally {
+      c.close();
+    }
+    const spans = new Set(records.map((r) => `${r.traceId.traceId}/${r.traceId.parentId}/${r.traceId.spanId}`));
+    assert.equal(spans.size, 1, [...spans].join(' '));
+    const id = records[0]?.traceId;
+    assert.equal(id?.traceId, 0x1234n);
+    assert.equal(id?.parentId, 0x55n, 'the first hop made a child span of the caller');
+    assert.notEqual(id?.spanId, 0x55n);
+    assert.ok(records.some((r) => r.annotation.kind === 'rpc' && r.annotation.name === 'echo'));
+    assert.ok(records.some((r) => r.annotation.kind === 'binary' && r.annotation.key === 'router.label' && r.annotation.value === 'b'));
   });
 
   it('`dest` names the call on both hops', async () => {
