@@ -4,7 +4,8 @@
 // test runner gives each file its own process) and stop it when the process exits; when
 // PRX_TEST_ETCD (http://127.0.0.1:PORT) or PRX_TEST_ZK (127.0.0.1:PORT) is set, that server is
 // used instead. `startEtcd()` / `startZooKeeper()` give a test a server of its own to stop and
-// restart (fault tests). Missing packages are installed with scripts/services/install.sh when
+// restart (fault tests). Missing packages (and python3-thriftpy, for the thrift router tests) are
+// installed with scripts/services/install.sh when
 // PRX_TEST_INSTALL=1, or when CI is set and PRX_TEST_INSTALL is not 0; otherwise the first call
 // throws with the command to run. Nothing is ever skipped.
 import { execFile, spawnSync } from 'node:child_process';
@@ -65,6 +66,7 @@ function missingPackages(): string[] {
   if (!existsSync('/usr/share/java/zookeeper.jar')) missing.push('zookeeper');
   if (!has('java')) missing.push('java');
   if (!has('curl')) missing.push('curl');
+  if (spawnSync('/usr/bin/python3', ['-c', 'import thriftpy'], { stdio: 'ignore' }).status !== 0) missing.push('python3-thriftpy');
   return missing;
 }
 

@@ -1,0 +1,225 @@
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import type * as Tls from 'node:tls';
+import { serverTlsOptions } from '../../service/tls-settings.js';
+import { errorMessage } from '../../core/errors.js';
+import { RequestCancelledError } from '../../service/failures.js';
+import { ThriftProtocolError } from '../../protocol/thrift/errors.js';
+import { frameHeader, MessageReader } from '../../protocol/thrift/framing.js';
+import { MessageType, readMessageHeader, type ThriftProtocolName } from '../../protocol/thrift/message.js';
+import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
+import type { Counter } from '../../service/stats/index.js';
+import { nullTracer } from '../../service/tracing.js';
+import type { ProtocolServer } from '../core/router-base.js';
+import { ServerStats } from '../core/server-stats.js';
+import type { ServerAddress } from '../core/types.js';
+import { ThriftCall, type CallConnection } from './call.js';
+import type { ThriftServerConfig } from './schema.js';
+import type { ThriftRouterHost } from './types.js';
+
+/** Calls one connection may have in flight (pipelined) before its reads pause. */
+const MAX_PIPELINED = 128;
+
+/**
+ * One server of a thrift router: a TCP listener whose connections carry framed or buffered calls
+ * in the router's protocol. A connection's calls are routed concurrently and answered in order
+ * (thrift clients that pipeline expect that). A connection that sends bytes that are not thrift,
+ * or a message over the size limit, is closed (logged); the others go on.
+ */
+export class ThriftServerHandler implements ProtocolServer {
+  readonly router: ThriftRouterHost;
+  readonly cfg: ThriftServerConfig;
+  readonly stats: ServerStats;
+  readonly protocol: ThriftProtocolName;
+  readonly #listener: Server;
+  readonly #conns = new Set<ThriftServerConnection>();
+  #closing = false;
+  malformed: Counter | undefined;
+  /** Whether the process has a tracer at all (else no trace id is made per call). */
+  readonly tracing: boolean;
+
+  constructor(router: ThriftRouterHost, cfg: ThriftServerConfig) {
+    this.router = router;
+    this.cfg = cfg;
+    this.protocol = cfg.thriftProtocol ?? router.cfg.thriftProtocol;
+    this.stats = new ServerStats(router.stats, router.label, router.tracer);
+    this.tracing = router.tracer !== nullTracer;
+    if (cfg.tls === undefined) this.#listener = createServer({ noDelay: true }, (s) => this.#accept(s));
+    else {
+      const tls: typeof Tls = process.getBuiltinModule('node:tls');
+      const secure = tls.createServer(serverTlsOptions(cfg.tls), (s) => this.#accept(s));
+      secure.on('connection', (s: Socket) => s.setNoDelay(true));
+      // A failed handshake is the client's problem: no connection, nothing to serve.
+      secure.on('tlsClientError', () => {});
+      this.#listener = secure;
+    }
+  }
+
+  #accept(socket: Socket): void {
+    if (this.#closing) {
+      socket.destroy();
+      return;
+    }
+    this.stats.track(socket);
+    const c = new ThriftServerConnection(this, socket);
+    this.#conns.add(c);
+    socket.once('close', () => this.#conns.delete(c));
+  }
+
+  async listen(ip: string, port: number): Promise<ServerAddress> {
+    const l = this.#listener;
+    await new Promise<void>((resolve, reject) => {
+      l.once('error', reject);
+      l.listen(port, ip, () => {
+        l.off('error', reject);
+        resolve();
+      });
+    });
+    const a = l.address() as AddressInfo;
+    const scope = this.stats.bound(a.address, a.port);
+    this.malformed = scope.counter('thrift', 'malformed');
+    return { ip: a.address, port: a.port };
+  }
+
+  stopAccepting(): void {
+    this.#closing = true;
+    this.#listener.close();
+    for (const c of this.#conns) c.closeWhenIdle();
+  }
+
+  closeAll(): void {
+    for (const c of this.#conns) c.destroy();
+  }
+}
+
+/** One downstream connection: its reader, its upgrade state, its calls in order. */
+class ThriftServerConnection implements CallConnection {
+  readonly router: ThriftRouterHost;
+  readonly protocol: ThriftProtocolName;
+  readonly clearContext: boolean;
+  readonly #server: ThriftServerHandler;
+  readonly #socket: Socket;
+  readonly #reader: MessageReader;
+  readonly #framed: boolean;
+  /** Calls in arrival order; answered from the front as their answers come. */
+  #calls: ThriftCall[] = [];
+  #first = true;
+  #upgraded = false;
+  #paused = false;
+  #closeWhenIdle = false;
+  #gone = false;
+
+  constructor(server: ThriftServerHandler, socket: Socket) {
+    this.#server = server;
+    this.router = server.router;
+    this.protocol = server.protocol;
+    this.clearContext = server.cfg.clearContext;
+    this.#framed = server.cfg.thriftFramed;
+    this.#socket = socket;
+    this.#reader = new MessageReader({ framed: this.#framed, protocol: this.protocol, maxMessageBytes: server.router.cfg.thriftMaxMessageBytes });
+    socket.on('data', (chunk: Buffer) => this.#data(chunk));
+    socket.on('close', () => this.#closed());
+  }
+
+  #data(chunk: Buffer): void {
+    const r = this.#reader;
+    r.push(chunk);
+    try {
+      for (let m = r.next(); m !== undefined; m = r.next()) {
+        this.#message(m, r.prefixLength);
+        if (this.#gone) return;
+      }
+    } catch (err) {
+      this.#malformed(err);
+    }
+  }
+
+  #message(unit: Buffer, prefixLength: number): void {
+    const msg = prefixLength === 0 ? unit : unit.subarray(prefixLength);
+    const h = readMessageHeader(this.protocol, msg);
+    if (h === undefined) throw new ThriftProtocolError('thrift message shorter than its header');
+    if (this.#first) {
+      this.#first = false;
+      // Finagle's TTwitter upgrade: accepted, and from now on each call carries a RequestHeader.
+      if (h.name === UPGRADE_METHOD && h.type === MessageType.CALL) {
+        this.#upgraded = true;
+        this.#reader.prefixed = true;
+        this.#write(encodeUpgradeReply(this.protocol, h.seqid), false);
+        return;
+      }
+    }
+    if (h.type !== MessageType.CALL && h.type !== MessageType.ONEWAY) throw new ThriftProtocolError(`a client sent a thrift message of type ${h.type} (${h.name})`);
+    const incoming = prefixLength === 0 ? undefined : decodeRequestHeader(this.protocol, unit.subarray(0, prefixLength));
+    const call = new ThriftCall(this, msg, h, incoming);
+    this.#calls.push(call);
+    const stats = this.#server.stats;
+    const max = this.#server.cfg.maxConcurrentRequests;
+    const overloaded = max !== undefined && stats.inflight >= max;
+    stats.begin();
+    if (this.#calls.length >= MAX_PIPELINED && !this.#paused) {
+      this.#paused = true;
+      this.#socket.pause();
+    }
+    void call.serve(overloaded);
+  }
+
+  /** A call has its answer: write every answer ready at the front, in order. */
+  done(call: ThriftCall): void {
+    const stats = this.#server.stats;
+    if (this.#server.tracing) {
+      const traceId = call.traceId();
+      if (stats.tracing(traceId)) {
+        stats.trace({ traceId, started: call.started, service: call.dst?.show, client: call.clientId, residual: '/', success: call.success, extra: [{ kind: 'rpc', name: call.header.name }] });
+      }
+    }
+    stats.end(call.success, performance.now() - call.started);
+    const calls = this.#calls;
+    let n = 0;
+    while (n < calls.length && (calls[n] as ThriftCall).out !== undefined) {
+      const out = (calls[n] as ThriftCall).out;
+      if (out !== null && out !== undefined && !this.#gone) this.#write(out, this.#upgraded);
+      n++;
+    }
+    if (n > 0) calls.splice(0, n);
+    if (this.#paused && calls.length < MAX_PIPELINED / 2) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
+    if (this.#closeWhenIdle && calls.length === 0) this.#socket.end();
+  }
+
+  #write(msg: Buffer, withHeader: boolean): void {
+    const s = this.#socket;
+    const header = withHeader ? emptyResponseHeader() : undefined;
+    s.cork();
+    if (this.#framed) s.write(frameHeader(msg.length + (header?.length ?? 0)));
+    if (header !== undefined) s.write(header);
+    s.write(msg);
+    s.uncork();
+  }
+
+  #malformed(err: unknown): void {
+    const s = this.#socket;
+    this.#server.malformed?.incr();
+    this.router.log.warn({ err: errorMessage(err), remote: `${s.remoteAddress}:${s.remotePort}` }, 'closing a thrift connection that sent a malformed or oversized message');
+    this.destroy();
+  }
+
+  /** The drain: close once every call has its answer. */
+  closeWhenIdle(): void {
+    this.#closeWhenIdle = true;
+    if (this.#calls.length === 0) this.#socket.end();
+  }
+
+  destroy(): void {
+    this.#socket.destroy();
+    this.#closed();
+  }
+
+  /** The client is gone: calls still routing are cancelled (no further attempt). */
+  #closed(): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    // A oneway call is the client's to forget: it still goes out.
+    for (const c of this.#calls) if (c.out === undefined && !c.oneway) c.handle.abort(new RequestCancelledError(), true);
+  }
+}
