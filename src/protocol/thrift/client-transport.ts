@@ -16,6 +16,7 @@ import { ThriftConnectionClosedError, ThriftProtocolError, ThriftSeqidMismatchEr
 import { frameHeader, MessageReader, type FramingOptions } from './framing.js';
 import { MessageType, readMessageHeader, withSeqid, type MessageHeader, type ThriftProtocolName } from './message.js';
 import { encodeRequestHeader, encodeUpgradeCall, UPGRADE_METHOD, type RequestHeader } from './ttwitter.js';
+import { noteSocketRead } from '../../core/read-pacer.js';
 
 /** One call as the router sends it upstream (the same object across attempts). */
 export interface ThriftRequest {
@@ -223,7 +224,10 @@ export class ThriftConnection {
     first.conn = this;
     const s = (this.#socket = connectTo(host, port, o.tls));
     s.on(o.tls === undefined ? 'connect' : 'secureConnect', () => this.#connected());
-    s.on('data', (chunk: Buffer) => this.#data(chunk));
+    s.on('data', (chunk: Buffer) => {
+      noteSocketRead(chunk.length);
+      this.#data(chunk);
+    });
     s.on('error', (err) => this.#closed(err));
     s.on('close', () => this.#closed(undefined));
     s.on('timeout', () => {

@@ -15,6 +15,7 @@ import type { ServerAddress } from '../core/types.js';
 import { ThriftCall, type CallConnection } from './call.js';
 import type { ThriftServerConfig } from './schema.js';
 import type { ThriftRouterHost } from './types.js';
+import { noteSocketRead } from '../../core/read-pacer.js';
 
 /** Calls one connection may have in flight (pipelined) before its reads pause. */
 const MAX_PIPELINED = 128;
@@ -116,7 +117,10 @@ class ThriftServerConnection implements CallConnection {
     this.#framed = server.cfg.thriftFramed;
     this.#socket = socket;
     this.#reader = new MessageReader({ framed: this.#framed, protocol: this.protocol, maxMessageBytes: server.router.cfg.thriftMaxMessageBytes });
-    socket.on('data', (chunk: Buffer) => this.#data(chunk));
+    socket.on('data', (chunk: Buffer) => {
+      noteSocketRead(chunk.length);
+      this.#data(chunk);
+    });
     socket.on('close', () => this.#closed());
   }
 
