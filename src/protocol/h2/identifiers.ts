@@ -18,6 +18,7 @@ import {
   composeIdentifiers,
   firstHeader,
   HeaderTokenIdentifier,
+  IdentificationCache,
   PathIdentifier,
   unidentified,
   type HttpIdentifier,
@@ -48,6 +49,7 @@ class H2HeaderPathIdentifier implements HttpIdentifier {
   readonly #segments: PathIdentifier | undefined;
   readonly #prefix: readonly string[];
   readonly #absent: Identification;
+  readonly #cache = new IdentificationCache();
   constructor(dstPrefix: Path, header: string, segments: number | undefined) {
     this.#header = header.toLowerCase();
     this.#prefix = dstPrefix.elems;
@@ -58,10 +60,12 @@ class H2HeaderPathIdentifier implements HttpIdentifier {
   identify(req: IdentifyRequest): Identification {
     const value = firstHeader(req.headers, this.#header);
     if (value === undefined || value === '' || value[0] !== '/') return this.#absent;
-    if (this.#segments !== undefined) return this.#segments.identify({ method: req.method, url: value, httpVersion: req.httpVersion, headers: req.headers });
+    const cached = this.#cache.get(value);
+    if (cached !== undefined) return cached;
+    if (this.#segments !== undefined) return this.#cache.remember(value, this.#segments.identify({ method: req.method, url: value, httpVersion: req.httpVersion, headers: req.headers }));
     const q = value.indexOf('?');
     const elems = (q < 0 ? value : value.slice(0, q)).split('/').filter((s) => s !== '');
-    return { kind: 'identified', dst: Path.fromElems([...this.#prefix, ...elems.map(utf8ToBinary)]) };
+    return this.#cache.remember(value, { kind: 'identified', dst: Path.fromElems([...this.#prefix, ...elems.map(utf8ToBinary)]) });
   }
 }
 

@@ -18,6 +18,7 @@ import {
   type HttpIdentifier,
   type Identification,
   type IdentifyRequest,
+  IdentificationCache,
   defineIdentifier,
   firstHeader,
   unidentified,
@@ -34,6 +35,7 @@ export class HeaderTokenIdentifier implements HttpIdentifier {
   readonly #prefix: readonly string[];
   readonly #header: string;
   readonly #absent: Identification;
+  readonly #cache = new IdentificationCache();
 
   constructor(dstPrefix: Path, header: string) {
     this.#prefix = dstPrefix.elems;
@@ -45,7 +47,7 @@ export class HeaderTokenIdentifier implements HttpIdentifier {
   identify(req: IdentifyRequest): Identification {
     const value = firstHeader(req.headers, this.#header);
     if (value === undefined || value === '') return this.#absent;
-    return { kind: 'identified', dst: Path.fromElems([...this.#prefix, utf8ToBinary(value)]) };
+    return this.#cache.get(value) ?? this.#cache.remember(value, { kind: 'identified', dst: Path.fromElems([...this.#prefix, utf8ToBinary(value)]) });
   }
 }
 

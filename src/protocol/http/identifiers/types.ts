@@ -61,3 +61,28 @@ export function pathOf(url: string): string {
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
 }
+
+/** Values longer than this are identified afresh each time (a cache entry's memory stays small). */
+const CACHED_VALUE_CHARS = 256;
+/** Distinct values remembered; past that the cache starts over (a client cycling values costs misses, never memory). */
+const CACHED_VALUES = 512;
+
+/**
+ * Identifications of recent values of one identifier (a header's value, a path): the same request
+ * names the same immutable Path each time, so the hot path allocates none.
+ */
+export class IdentificationCache {
+  readonly #byValue = new Map<string, Identification>();
+
+  get(value: string): Identification | undefined {
+    return this.#byValue.get(value);
+  }
+
+  /** Remembers `id` for `value` (when short enough) and returns it. */
+  remember(value: string, id: Identification): Identification {
+    if (value.length > CACHED_VALUE_CHARS) return id;
+    if (this.#byValue.size >= CACHED_VALUES) this.#byValue.clear();
+    this.#byValue.set(value, Object.freeze(id));
+    return id;
+  }
+}
