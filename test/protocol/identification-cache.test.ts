@@ -28,3 +28,18 @@ test('identification cache: bounded (starts over when full) and long values are 
   assert.equal(cache.remember(long, id), id);
   assert.equal(cache.get(long), undefined);
 });
+
+test('identification cache: io.prx.methodAndHost names per method and Host, HTTP/1.0 and odd methods afresh', async () => {
+  const { MethodAndHostIdentifier } = await import('../../src/protocol/http/identifiers/index.js');
+  const id = new MethodAndHostIdentifier(readPath('/svc'), false);
+  const get = (host: string, method = 'GET', httpVersion = '1.1') => id.identify({ method, url: '/x', httpVersion, headers: { host } });
+  const a = get('Users');
+  assert.equal(a.kind === 'identified' && a.dst.show, '/svc/1.1/GET/users');
+  assert.equal(get('Users'), a);
+  const post = get('Users', 'POST');
+  assert.equal(post.kind === 'identified' && post.dst.show, '/svc/1.1/POST/users');
+  assert.notEqual(get('Users', 'BREW'), get('Users', 'BREW'), 'a method outside the standard ones is named afresh');
+  const old = get('Users', 'GET', '1.0');
+  assert.equal(old.kind === 'identified' && old.dst.show, '/svc/1.0/GET');
+  assert.equal(id.identify({ method: 'GET', url: '/', httpVersion: '1.1', headers: {} }).kind, 'unidentified');
+});

@@ -22,6 +22,7 @@ import {
   type HttpIdentifier,
   type Identification,
   type IdentifyRequest,
+  IdentificationCache,
   defineIdentifier,
   firstHeader,
   pathOf,
@@ -37,16 +38,30 @@ export type MethodAndHostIdentifierConfig = z.output<typeof methodAndHostIdentif
 
 const MISSING_HOST = unidentified('HTTP/1.1 request missing hostname');
 
+/** Methods whose names are cached (others, any token a client sends, are named afresh). */
+const CACHED_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'];
+
 export class MethodAndHostIdentifier implements HttpIdentifier {
   readonly #prefix: readonly string[];
   readonly #uriInDst: boolean;
+  /** HTTP/1.1 names by Host, per standard method (without httpUriInDst: the name is method and host alone). */
+  readonly #byMethodHost = new Map<string, IdentificationCache>();
 
   constructor(dstPrefix: Path, httpUriInDst: boolean) {
     this.#prefix = dstPrefix.elems;
     this.#uriInDst = httpUriInDst;
+    if (!httpUriInDst) for (const m of CACHED_METHODS) this.#byMethodHost.set(m, new IdentificationCache());
   }
 
   identify(req: IdentifyRequest): Identification {
+    const cache = req.httpVersion === '1.1' ? this.#byMethodHost.get(req.method) : undefined;
+    if (cache === undefined) return this.#identify(req);
+    const host = firstHeader(req.headers, 'host');
+    if (host === undefined || host === '') return MISSING_HOST;
+    return cache.get(host) ?? cache.remember(host, this.#identify(req));
+  }
+
+  #identify(req: IdentifyRequest): Identification {
     const elems = this.#prefix.slice();
     if (req.httpVersion === '1.1') {
       const host = firstHeader(req.headers, 'host');
