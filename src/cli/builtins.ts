@@ -7,6 +7,7 @@
 // Protocols.
 import '../router/http/index.js';
 import '../router/h2/index.js';
+import '../router/mux/index.js';
 
 // Namers.
 import '../namer/fs.js';
