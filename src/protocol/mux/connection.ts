@@ -114,8 +114,11 @@ export abstract class MuxConnection implements FrameSink {
     if (this.ended || socket.destroyed) return;
     const len = head.length + body.length;
     if (len > this.peerFrameBytes && isFragmentable(type)) {
-      this.#streams.push({ type, tag, data: body.length === 0 ? head : Buffer.concat([head, body], len), at: 0 });
-      this.#writeRound();
+      // The first fragment goes now; the rest round robin with the other streams (Finagle's framer).
+      const stream: OutStream = { type, tag, data: body.length === 0 ? head : Buffer.concat([head, body], len), at: 0 };
+      this.#writeFragment(stream);
+      this.#streams.push(stream);
+      this.#schedule();
       return;
     }
     socket.cork();
@@ -150,29 +153,35 @@ export abstract class MuxConnection implements FrameSink {
     this.#scheduled = false;
     const socket = this.socket;
     if (this.ended || socket.destroyed) return;
-    const size = this.peerFrameBytes;
     const streams = this.#streams;
     socket.cork();
     for (let i = 0; i < streams.length; ) {
       const s = streams[i] as OutStream;
-      const n = Math.min(size, s.data.length - s.at);
-      const last = s.at + n >= s.data.length;
-      socket.write(frameHeader(s.type, last ? s.tag : s.tag | TAG_MSB, n));
-      socket.write(s.data.subarray(s.at, s.at + n));
-      s.at += n;
-      if (last) streams.splice(i, 1);
+      if (this.#writeFragment(s)) streams.splice(i, 1);
       else i++;
     }
     socket.uncork();
-    if (streams.length === 0) {
-      this.streamsFlushed();
-      return;
-    }
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    if (socket.writableNeedDrain) socket.once('drain', this.#writeRound);
-    else setImmediate(this.#writeRound);
+    if (streams.length === 0) this.streamsFlushed();
+    else this.#schedule();
   };
+
+  /** Writes the next fragment of `s`; true when it was the last. */
+  #writeFragment(s: OutStream): boolean {
+    const n = Math.min(this.peerFrameBytes, s.data.length - s.at);
+    const last = s.at + n >= s.data.length;
+    this.socket.write(frameHeader(s.type, last ? s.tag : s.tag | TAG_MSB, n));
+    this.socket.write(s.data.subarray(s.at, s.at + n));
+    s.at += n;
+    return last;
+  }
+
+  /** The next round, after the socket drains or on the next turn of the loop. */
+  #schedule(): void {
+    if (this.#scheduled || this.#streams.length === 0) return;
+    this.#scheduled = true;
+    if (this.socket.writableNeedDrain) this.socket.once('drain', this.#writeRound);
+    else setImmediate(this.#writeRound);
+  }
 
   /** This side's Tinit/Rinit headers: the fragment size it wants, if any. */
   protected initHeaders(): MuxInit['headers'] {
