@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { encodeFrame, frameHeader, FrameDecoder, MuxType, type MuxFrame } from '../../src/protocol/mux/frame.js';
-import { encodeInit, encodeTdispatchHead, ReplyStatus } from '../../src/protocol/mux/messages.js';
+import { encodeInit, encodeTdispatchHead, encodeTlease, ReplyStatus } from '../../src/protocol/mux/messages.js';
 import { MuxSessionLostError } from '../../src/protocol/mux/errors.js';
 import { eventually, MuxTestClient, startMuxBackend } from '../router/mux/harness.js';
 
@@ -131,6 +131,38 @@ describe('mux sessions', () => {
       assert.deepEqual(order.slice(0, 2), [2 | 0x800000, 3 | 0x800000]);
       assert.ok(order.indexOf(4) < order.lastIndexOf(2), `small tag interleaved: ${order.join(',')}`);
       assert.ok(frames.filter((f) => f.type === MuxType.Tdispatch).every((f) => f.body.length <= 1024));
+    } finally {
+      c.close();
+      await new Promise<void>((r) => raw.close(() => r()));
+    }
+  });
+
+  it('Tlease is honoured: a lease of 0 ms makes the session refuse new requests (its endpoint reads as saturated)', async () => {
+    const { createServer } = await import('node:net');
+    const raw = createServer((s) => {
+      s.on('error', () => undefined);
+      const d = new FrameDecoder(
+        {
+          frame: (type, _tag, body) => {
+            if (type === MuxType.BadRerr) s.write(encodeFrame(MuxType.BadRerr, 1, body));
+            if (type === MuxType.Tinit) {
+              s.write(encodeFrame(MuxType.Rinit, 1, encodeInit({ version: 1, headers: [] })));
+              s.write(encodeFrame(MuxType.Tlease, 0, encodeTlease({ unit: 0, howLong: 60_000n })));
+            }
+            if (type === MuxType.Tping) s.write(encodeFrame(MuxType.Tlease, 0, encodeTlease({ unit: 0, howLong: 0n })));
+          },
+        },
+        1 << 24,
+      );
+      s.on('data', (c: Buffer) => d.push(c));
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    const c = new MuxTestClient((raw.address() as { port: number }).port, { pingIntervalMs: 20 });
+    try {
+      c.call({ body: 'x' });
+      await new Promise((r) => setTimeout(r, 10));
+      assert.equal(c.session.leaseExpired, false);
+      await eventually(() => c.session.leaseExpired, 2000, 'the zero lease');
     } finally {
       c.close();
       await new Promise<void>((r) => raw.close(() => r()));

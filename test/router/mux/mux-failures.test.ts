@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { deadlineContext, epochNanos, MuxFailureFlag, readDeadline, readMuxFailure } from '../../../src/protocol/mux/contexts.js';
+import { deadlineContext, epochNanos, MuxFailureFlag, readDeadline, readMuxFailure, readRetries, RETRIES_KEY } from '../../../src/protocol/mux/contexts.js';
 import { encodeFrame, frameHeader, MuxType } from '../../../src/protocol/mux/frame.js';
 import { ReplyStatus } from '../../../src/protocol/mux/messages.js';
 import { tempFsNamer } from '../support.js';
@@ -170,6 +170,41 @@ describe('mux router: failures rendered in mux terms', () => {
         assert.match(r.body.toString(), /mux connection/);
       }
       assert.equal((await c.call({ dst: '/foo', body: '4' }).reply).body.toString(), 'alive');
+    } finally {
+      c.close();
+      await rt.close();
+    }
+  });
+});
+
+describe('mux router: admission and retries', () => {
+  it('a server over maxConcurrentRequests nacks, untouched (the backend never sees it)', async () => {
+    const a = await backend('a', never);
+    const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }), servers: [{ maxConcurrentRequests: 1 }] });
+    const c = new MuxTestClient(rt.port);
+    try {
+      c.call({ dst: '/foo', body: '1' });
+      await eventually(() => a.received.length === 1);
+      const r = await c.call({ dst: '/foo', body: '2' }).reply;
+      assert.equal(r.status, ReplyStatus.Nack);
+      assert.equal(a.received.length, 1);
+    } finally {
+      c.close();
+      await rt.close();
+    }
+  });
+
+  it("a retry of the router's own says so in the retries context; a first attempt forwards the caller's", async () => {
+    let n = 0;
+    const a = await backend('a', (r) => (n++ === 0 ? r.reply(ReplyStatus.Nack, '') : r.reply(0, 'second')));
+    // No requeues: the nack comes back to the path service, whose retry (a nack is retryable) goes out again.
+    const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }), client: { requeueBudget: { minRetriesPerSec: 0, percentCanRetry: 0 } } });
+    const c = new MuxTestClient(rt.port);
+    try {
+      const r = await c.call({ dst: '/foo', body: 'x', contexts: [{ key: Buffer.from(RETRIES_KEY), value: Buffer.from([0, 0, 0, 5]) }] }).reply;
+      assert.equal(r.body.toString(), 'second');
+      const retries = a.received.map((x) => (x.req.kind === 'dispatch' ? readRetries(x.req.msg.contexts) : undefined));
+      assert.deepEqual(retries, [5, 1]);
     } finally {
       c.close();
       await rt.close();
