@@ -109,16 +109,19 @@ export class FrameDecoder {
     let buf: Buffer;
     if (this.#buffered === 0) buf = chunk;
     else {
+      // Part of a frame is held: join only once the frame is complete, so a large frame arriving
+      // in many reads is copied once, not once per read.
       this.#chunks.push(chunk);
-      buf = Buffer.concat(this.#chunks, this.#buffered + chunk.length);
+      this.#buffered += chunk.length;
+      const need = this.#needed();
+      if (need === undefined || this.#buffered < need) return;
+      buf = Buffer.concat(this.#chunks, this.#buffered);
       this.#chunks = [];
     }
     let at = 0;
     const end = buf.length;
     while (end - at >= 4) {
-      const size = buf.readUInt32BE(at);
-      if (size < 4) throw new MuxBadMessageError(`mux frame size ${size} is shorter than its type and tag`);
-      if (size - 4 > this.#maxFrameBytes) throw new MuxMessageTooLargeError(size - 4, this.#maxFrameBytes);
+      const size = this.#checkSize(buf.readUInt32BE(at));
       if (end - at - 4 < size) break;
       const type = buf.readInt8(at + 4);
       const tag = buf.readUIntBE(at + 5, 3);
@@ -128,11 +131,29 @@ export class FrameDecoder {
     }
     if (at === end) {
       this.#buffered = 0;
+      this.#chunks = [];
     } else {
       const rest = buf.subarray(at);
       this.#chunks = [rest];
       this.#buffered = rest.length;
     }
+  }
+
+  /** The bytes the held frame needs in all (size prefix included), once its size is known. */
+  #needed(): number | undefined {
+    if (this.#buffered < 4) return undefined;
+    let first = this.#chunks[0] as Buffer;
+    if (first.length < 4) {
+      first = Buffer.concat(this.#chunks, this.#buffered);
+      this.#chunks = [first];
+    }
+    return 4 + this.#checkSize(first.readUInt32BE(0));
+  }
+
+  #checkSize(size: number): number {
+    if (size < 4) throw new MuxBadMessageError(`mux frame size ${size} is shorter than its type and tag`);
+    if (size - 4 > this.#maxFrameBytes) throw new MuxMessageTooLargeError(size - 4, this.#maxFrameBytes);
+    return size;
   }
 }
 

@@ -230,6 +230,22 @@ describe('mux router: lifecycle and bad input', () => {
     }
   });
 
+  it('drain during load loses no call: every request sent before the Tdrain is answered by the backend', async () => {
+    const a = await backend('a', (r) => setTimeout(() => r.reply(0, `a:${r.req.msg.body.toString()}`), Number(r.req.msg.body.toString()) % 40));
+    const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }) });
+    const c = new MuxTestClient(rt.port);
+    try {
+      const calls = Array.from({ length: 100 }, (_, i) => c.call({ dst: '/foo', body: String(i) }));
+      await eventually(() => a.received.length === 100);
+      await rt.close(5000);
+      const replies = await Promise.all(calls.map((x) => x.reply));
+      replies.forEach((r, i) => assert.equal(r.body.toString(), `a:${i}`));
+      assert.ok(c.drainedByServer);
+    } finally {
+      c.close();
+    }
+  });
+
   it('malformed and oversized frames close only their connection, with a log; other clients go on', async () => {
     const a = await backend('a');
     const warnings: string[] = [];
