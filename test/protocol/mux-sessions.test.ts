@@ -44,6 +44,35 @@ describe('mux sessions', () => {
     }
   });
 
+  it('a server from before handshakes (answers the probe with its own Rerr): the client speaks version 1 without Tinit', async () => {
+    const { createServer } = await import('node:net');
+    const seen: number[] = [];
+    const old = createServer((s) => {
+      s.on('error', () => undefined);
+      const d = new FrameDecoder(
+        {
+          frame: (type, tag, body) => {
+            seen.push(type);
+            if (type === MuxType.BadRerr) s.write(encodeFrame(MuxType.Rerr, tag, Buffer.from('Unexpected mux message type 127')));
+            if (type === MuxType.Tdispatch) s.write(Buffer.concat([frameHeader(MuxType.Rdispatch, tag, 3 + 2), Buffer.from([0, 0, 0]), Buffer.from('ok')]));
+            void body;
+          },
+        },
+        1 << 24,
+      );
+      s.on('data', (c: Buffer) => d.push(c));
+    });
+    await new Promise<void>((r) => old.listen(0, '127.0.0.1', r));
+    const c = new MuxTestClient((old.address() as { port: number }).port);
+    try {
+      assert.equal((await c.call({ body: 'x' }).reply).body.toString(), 'ok');
+      assert.deepEqual(seen, [MuxType.BadRerr, MuxType.Tdispatch]);
+    } finally {
+      c.close();
+      await new Promise<void>((r) => old.close(() => r()));
+    }
+  });
+
   it('many tags in flight at once, answered out of order; tags are reused once answered', async () => {
     const b = await startMuxBackend('b', (r) => setTimeout(() => r.reply(0, `re:${r.req.msg.body.toString()}`), 20 - (Number(r.req.msg.body.toString()) % 20)));
     const c = new MuxTestClient(b.port);
