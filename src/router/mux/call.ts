@@ -24,6 +24,8 @@ export interface MuxCallHost {
 /** What a call needs of its server. */
 export interface MuxCallServer {
   readonly router: MuxCallHost;
+  /** The server's `clearContext`: the caller's contexts and dtab are dropped, not used or forwarded. */
+  readonly clearContext: boolean;
   /** The call is over (once): server stats. */
   end(call: MuxCall, success: boolean): void;
 }
@@ -72,8 +74,7 @@ export class MuxCall {
       const stop = new Promise<never>((_resolve, reject) => (this.#stop = reject));
       stop.catch(noop);
       if (this.#stopped !== undefined) throw this.#stopped;
-      const contexts = this.inbound.kind === 'dispatch' ? this.inbound.msg.contexts : req.contexts;
-      const deadline = readDeadline(contexts);
+      const deadline = readDeadline(req.contexts);
       if (deadline !== undefined) {
         const leftMs = Number(deadline.deadlineNanos - epochNanos()) / 1e6;
         const totalMs = Number(deadline.deadlineNanos - deadline.timestampNanos) / 1e6;
@@ -128,18 +129,20 @@ export class MuxCall {
       return { contexts, dst: '', dtab: [], body: inbound.msg.body, attempts: 0 };
     }
     const msg = inbound.msg;
+    const clear = this.#server.clearContext;
     try {
       this.dst = msg.dst === '' ? router.dstPrefix : router.dstPrefix.concat(readPath(msg.dst));
     } catch (e) {
       throw new MuxBadDestinationError(`bad Tdispatch destination ${JSON.stringify(msg.dst)}: ${e instanceof Error ? e.message : String(e)}`);
     }
-    if (msg.dtab.length > 0) {
+    if (msg.dtab.length > 0 && !clear) {
       try {
         this.localDtab = readDtab(msg.dtab.map((d) => `${d.prefix}=>${d.dst}`).join(';'));
       } catch (e) {
         throw new MuxBadDestinationError(`bad Tdispatch dtab: ${e instanceof Error ? e.message : String(e)}`);
       }
     }
+    if (clear) return { contexts: [], dst: '', dtab: [], body: msg.body, attempts: 0 };
     return { contexts: msg.contexts, dst: '', dtab: msg.dtab, body: msg.body, attempts: 0 };
   }
 

@@ -33,6 +33,7 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
   readonly router: MuxServerHost;
   readonly cfg: MuxServerConfig;
   readonly stats: ServerStats;
+  readonly clearContext: boolean;
   readonly #listener: Server;
   readonly #sessionOpts: MuxConnectionOptions;
   readonly #calls = new Map<MuxServerSession, Map<number, MuxCall>>();
@@ -42,6 +43,7 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
     this.router = router;
     this.cfg = cfg;
     this.stats = new ServerStats(router.stats, router.label, router.tracer);
+    this.clearContext = cfg.clearContext;
     this.#sessionOpts = { maxMessageBytes: cfg.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES, maxFrameBytes: cfg.maxFrameBytes, log: router.log };
     const route = [muxRoute((socket, head) => this.#adopt(socket, head))];
     if (cfg.tls !== undefined) {

@@ -74,6 +74,23 @@ describe('mux router: routing', () => {
     }
   });
 
+  it('clearContext on the server: the caller\'s contexts and dtab are neither used nor forwarded', async () => {
+    const a = await backend('a');
+    const b = await backend('b');
+    const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }), servers: [{ clearContext: true }] });
+    const c = new MuxTestClient(rt.port);
+    try {
+      const dtab = [{ prefix: '/svc/foo', dst: `/$/inet/127.0.0.1/${b.port}` }];
+      const r = await c.call({ dst: '/foo', body: '1', dtab, contexts: [{ key: Buffer.from('x.secret'), value: Buffer.from('s') }] }).reply;
+      assert.equal(r.body.toString(), 'a:1');
+      const got = a.received[0]!;
+      assert.deepEqual(got.req.kind === 'dispatch' ? [got.req.msg.contexts.length, got.req.msg.dtab.length] : undefined, [0, 0]);
+    } finally {
+      c.close();
+      await rt.close();
+    }
+  });
+
   it('a Treq (no destination) is routed by dstPrefix alone and answered with Rreq; its trace id travels as the trace context', async () => {
     const a = await backend('a');
     const rt = await startMuxRouter({ dtab: `/svc => /$/inet/127.0.0.1/${a.port}` });
