@@ -30,7 +30,8 @@ export const muxRouterSchema = z.strictObject({
     /** How long a Tping may go unanswered before the session is dropped; default 4 s. */
     pingTimeoutMs: durationMs.optional(),
   }),
-  service: servicePolicy(),
+  // No mux response classifiers exist: an Rdispatch error is a failure, never retried.
+  service: servicePolicy({ responseClassifier: z.undefined({ error: 'mux routers take no responseClassifier (an Rdispatch error is a failure, never retried)' }).optional() }),
 });
 
 export type MuxRouterConfig = z.output<typeof muxRouterSchema> & { readonly label: string };
