@@ -49,6 +49,8 @@ export class MuxCall {
   localDtab: Dtab | undefined;
   service: MuxPathService | undefined;
   served: MuxServed | undefined;
+  /** What was sent upstream (its destination is the last attempt's residual). */
+  upstream: MuxRequest | undefined;
   #stop: ((err: Error) => void) | undefined;
   #stopped: Error | undefined;
 
@@ -67,7 +69,7 @@ export class MuxCall {
     let success = false;
     try {
       if (overloadedAt !== undefined) throw new MuxServerOverloadedError(overloadedAt);
-      const req = this.#upstreamRequest();
+      const req = (this.upstream = this.#upstreamRequest());
       const dst = this.dst as Path;
       lease = router.pathService(dst, this.localDtab ?? (this.localDtab = EMPTY_DTAB));
       const svc = (this.service = lease.value);

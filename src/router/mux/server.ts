@@ -11,7 +11,8 @@ import type { ServerAddress } from '../core/types.js';
 import { MuxCall, type MuxCallHost, type MuxCallServer } from './call.js';
 import type { MuxServerConfig } from './schema.js';
 import type { StatsReceiver } from '../../service/stats/index.js';
-import type { Tracer } from '../../service/tracing.js';
+import { TraceId, type Tracer } from '../../service/tracing.js';
+import { readTraceContext } from '../../protocol/mux/contexts.js';
 
 /** What a server needs of its router. */
 export interface MuxServerHost extends MuxCallHost {
@@ -116,7 +117,16 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
   end(call: MuxCall, success: boolean): void {
     const calls = this.#calls.get(call.session);
     if (calls?.get(call.tag) === call) calls.delete(call.tag);
-    this.stats.end(success, performance.now() - call.started);
+    const stats = this.stats;
+    const up = call.upstream;
+    const t = up === undefined ? undefined : readTraceContext(up.contexts);
+    if (t !== undefined) {
+      const traceId = new TraceId({ ...t, sampled: sampledOf(t.flags) });
+      if (stats.tracing(traceId)) {
+        stats.trace({ traceId, started: call.started, service: call.dst?.show, client: call.served?.client.id, residual: up?.dst === '' ? '/' : (up?.dst ?? '/'), success });
+      }
+    }
+    stats.end(success, performance.now() - call.started);
   }
 
   stopAccepting(): void {
@@ -139,3 +149,11 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
 }
 
 function noop(): void {}
+
+// Finagle's trace flags: bit 1 says a sampling decision was made, bit 2 what it was (bit 0: debug).
+const SAMPLING_KNOWN = 2n;
+const SAMPLED = 4n;
+
+function sampledOf(flags: bigint): boolean | undefined {
+  return (flags & SAMPLING_KNOWN) === 0n ? undefined : (flags & SAMPLED) !== 0n;
+}

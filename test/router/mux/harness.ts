@@ -12,7 +12,7 @@ import type { MuxContextEntry, ReplyStatusCode } from '../../../src/protocol/mux
 import { MuxServerSession, type MuxInbound, type MuxServerOwner } from '../../../src/protocol/mux/server-session.js';
 import type { RouterContext, RunningRouter } from '../../../src/router/core/types.js';
 import { MetricsRegistry, type MetricsNode } from '../../../src/service/stats/index.js';
-import { nullTracer } from '../../../src/service/tracing.js';
+import { nullTracer, type Tracer } from '../../../src/service/tracing.js';
 import { freePort } from '../support.js';
 
 export { eventually, freePort } from '../support.js';
@@ -161,7 +161,7 @@ export interface MuxRouterUnderTest {
 }
 
 /** Builds and starts a mux router; servers without a port get a free one. */
-export async function startMuxRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[]; log?: Logger } = {}): Promise<MuxRouterUnderTest> {
+export async function startMuxRouter(routerCfg: Record<string, unknown>, opts: { namers?: MountedNamer[]; log?: Logger; tracer?: Tracer } = {}): Promise<MuxRouterUnderTest> {
   await import('../../../src/router/mux/index.js');
   const servers = (routerCfg['servers'] as Record<string, unknown>[] | undefined) ?? [{}];
   const withPorts = await Promise.all(servers.map(async (s) => ({ port: await freePort(), ...s })));
@@ -173,7 +173,7 @@ export async function startMuxRouter(routerCfg: Record<string, unknown>, opts: {
     stats: registry.stats,
     namers: opts.namers ?? [],
     system: new SystemNamer({ resolveHost: dnsResolver() }),
-    tracer: nullTracer,
+    tracer: opts.tracer ?? nullTracer,
     log: opts.log ?? silent,
   };
   const router = (def.create as (c: unknown, x: RouterContext) => RunningRouter)(cfg.routers[0], ctx);

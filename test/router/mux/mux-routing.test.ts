@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { encodeTraceContext, readDeadline, readTraceContext, TRACE_KEY } from '../../../src/protocol/mux/contexts.js';
 import { encodeFrame, FrameDecoder, MuxType, type MuxFrame } from '../../../src/protocol/mux/frame.js';
+import type { TraceRecord } from '../../../src/service/tracing.js';
 import { decodeRreq, encodeTreqHead, ReplyStatus } from '../../../src/protocol/mux/messages.js';
 import { dtabFor, eventually, MuxTestClient, startMuxBackend, startMuxRouter, type MuxBackend } from './harness.js';
 
@@ -140,6 +141,33 @@ describe('mux router: routing', () => {
       const [rl, rs] = await Promise.all([large.reply, small.reply]);
       assert.equal(rs.body.toString(), 'tiny');
       assert.deepEqual(rl.body, Buffer.from(big).reverse());
+    } finally {
+      c.close();
+      await rt.close();
+    }
+  });
+
+  it("a sampled trace context is recorded with Linkerd's server annotations (router label, service, client, residual)", async () => {
+    const a = await backend('a');
+    const records: TraceRecord[] = [];
+    const rt = await startMuxRouter({ label: 'traced', dtab: `/svc => /$/inet/127.0.0.1/${a.port}` }, { tracer: { record: (r) => records.push(r), sampleTrace: () => undefined } });
+    const c = new MuxTestClient(rt.port);
+    try {
+      // Flags 6: sampling known (bit 1) and sampled (bit 2).
+      const trace = encodeTraceContext({ spanId: 11n, parentId: 10n, traceId: 99n, flags: 6n, traceIdHigh: undefined });
+      await c.call({ dst: '/users', body: 'x', contexts: [{ key: Buffer.from(TRACE_KEY), value: trace }] }).reply;
+      await eventually(() => records.some((r) => r.annotation.kind === 'serverSend'));
+      const binary = Object.fromEntries(records.flatMap((r) => (r.annotation.kind === 'binary' ? [[r.annotation.key, r.annotation.value]] : [])));
+      assert.equal(binary['router.label'], 'traced');
+      assert.equal(binary['service'], '/svc/users');
+      assert.equal(binary['client'], `/$/inet/127.0.0.1/${a.port}`);
+      assert.equal(binary['residual'], '/users');
+      assert.ok(records.every((r) => r.traceId.traceId === 99n && r.traceId.spanId === 11n), "the caller's trace and span ids");
+      // Unsampled (flags 2: known, not sampled): nothing recorded.
+      records.length = 0;
+      const off = encodeTraceContext({ spanId: 12n, parentId: 10n, traceId: 98n, flags: 2n, traceIdHigh: undefined });
+      await c.call({ dst: '/users', body: 'y', contexts: [{ key: Buffer.from(TRACE_KEY), value: off }] }).reply;
+      assert.equal(records.length, 0);
     } finally {
       c.close();
       await rt.close();
