@@ -35,7 +35,7 @@ export function routeByFirstBytes(socket: Socket, routes: readonly FirstBytesRou
   let head: Buffer = Buffer.alloc(0);
   const onData = (chunk: Buffer): void => {
     head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-    let undecided = false;
+    // Routes are asked in order: one still undecided holds back those after it.
     for (const r of routes) {
       const yes = r.accepts(head);
       if (yes === true) {
@@ -43,13 +43,14 @@ export function routeByFirstBytes(socket: Socket, routes: readonly FirstBytesRou
         r.adopt(socket, head);
         return;
       }
-      if (yes === undefined) undecided = true;
+      if (yes === undefined) {
+        if (head.length < maxBytes) return;
+        break;
+      }
     }
-    if (!undecided || head.length >= maxBytes) {
-      socket.off('data', onData);
-      onRejected?.(socket);
-      socket.destroy();
-    }
+    socket.off('data', onData);
+    onRejected?.(socket);
+    socket.destroy();
   };
   socket.on('data', onData);
 }
