@@ -8,7 +8,7 @@ import { looksLikeMux, muxRoute, routeByFirstBytes, type FirstBytesRoute } from 
 import { MuxServerSession } from '../../src/protocol/mux/server-session.js';
 import { MuxTestClient, silent } from '../router/mux/harness.js';
 
-test('a route ahead of mux takes the connections it recognises; mux clients still get their session', async () => {
+test('a route ahead of mux takes the connections it recognises; mux clients still get their session', { timeout: 30_000 }, async () => {
   const other: Buffer[] = [];
   // A stand-in for a framed thrift client: 4-byte size, then the binary protocol's version 0x8001.
   const thrift: FirstBytesRoute = {

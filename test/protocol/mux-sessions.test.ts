@@ -21,7 +21,7 @@ async function rawPeer(port: number): Promise<{ socket: Socket; frames: MuxFrame
   return { socket, frames, closed };
 }
 
-describe('mux sessions', () => {
+describe('mux sessions', { timeout: 30_000 }, () => {
   it('handshake: the server echoes "tinit check", answers Tinit with Rinit carrying its mux-framer', async () => {
     const b = await startMuxBackend('b', undefined, { maxFrameBytes: 4096 });
     const p = await rawPeer(b.port);

@@ -7,7 +7,7 @@ import { getJson } from '../../admin/helpers.js';
 import { freePort, routerPort, start, type Started } from '../../cli/proxy-helpers.js';
 import { MuxTestClient, startMuxBackend, type MuxBackend } from './harness.js';
 
-describe('mux router in the proxy process', () => {
+describe('mux router in the proxy process', { timeout: 30_000 }, () => {
   let s: Started;
   let b: MuxBackend;
   before(async () => {

@@ -24,7 +24,7 @@ async function backend(name: string, ...rest: Parameters<typeof startMuxBackend>
 
 const never = (): void => undefined;
 
-describe('mux router: failures rendered in mux terms', () => {
+describe('mux router: failures rendered in mux terms', { timeout: 30_000 }, () => {
   it('no route: an Rdispatch error naming the path and the dtabs, as Finagle words it', async () => {
     const rt = await startMuxRouter({ dtab: '/svc/foo => /$/inet/127.0.0.1/1' });
     const c = new MuxTestClient(rt.port);
@@ -177,7 +177,7 @@ describe('mux router: failures rendered in mux terms', () => {
   });
 });
 
-describe('mux router: admission and retries', () => {
+describe('mux router: admission and retries', { timeout: 30_000 }, () => {
   it('a server over maxConcurrentRequests nacks, untouched (the backend never sees it)', async () => {
     const a = await backend('a', never);
     const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }), servers: [{ maxConcurrentRequests: 1 }] });
@@ -212,7 +212,7 @@ describe('mux router: admission and retries', () => {
   });
 });
 
-describe('mux router: lifecycle and bad input', () => {
+describe('mux router: lifecycle and bad input', { timeout: 30_000 }, () => {
   it('close drains: the client sees Tdrain, the request in flight is answered, then the session ends', async () => {
     const a = await backend('a', (r) => setTimeout(() => r.reply(0, 'late'), 150));
     const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }) });

@@ -22,7 +22,7 @@ async function backend(name: string, ...rest: Parameters<typeof startMuxBackend>
   return b;
 }
 
-describe('mux router: routing', () => {
+describe('mux router: routing', { timeout: 30_000 }, () => {
   it('routes /svc ++ dst, forwards the residual as the destination, the body and every context; replies pass back with theirs', async () => {
     const a = await backend('a', (r) => r.reply(0, `a:${r.req.msg.body.toString()}`, [{ key: Buffer.from('x.reply'), value: Buffer.from('r1') }]));
     const rt = await startMuxRouter({ dtab: `/svc => /$/inet/127.0.0.1/${a.port}` });
