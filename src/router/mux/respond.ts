@@ -1,8 +1,8 @@
 /**
  * How the mux router answers a failure, in mux's terms (as a Finagle mux server does): a nack
  * (retryable, with MuxFailure flags Retryable|Rejected) for what never reached an endpoint and is
- * safe to send elsewhere (the upstream's own nack, a rejection, a connection that could not be
- * made); an Rdispatch error with the reason (and MuxFailure flags when the failure has any) for
+ * safe to send elsewhere (the upstream's own nack, a full pool or server, a connection that could
+ * not be made); an Rdispatch error with the reason (and MuxFailure flags when the failure has any) for
  * the rest; Rerr when the message itself could not be acted on (a destination that is no path).
  */
 import type { Dtab } from '../../naming/index.js';
@@ -33,7 +33,9 @@ function flagsOf(e: RouterFailure): bigint {
 export function answerFor(err: unknown, r: FailedMuxRequest): MuxAnswer {
   if (err instanceof MuxBadDestinationError) return { kind: 'rerr', message: err.message };
   if (err instanceof RouterFailure) {
-    if (err.is(FailureFlag.Rejected) || (err.is(FailureFlag.Retryable) && !err.is(FailureFlag.Timeout))) {
+    // Safe to send again and never acted on: a nack. A refusal that is not retryable (the admin
+    // listener as a target) is a configuration error, answered as one.
+    if (err.is(FailureFlag.Retryable) && !err.is(FailureFlag.Timeout)) {
       return { kind: 'nack', contexts: muxFailureContexts(flagsOf(err) | MuxFailureFlag.Rejected) };
     }
     return { kind: 'error', message: messageOf(err, r), contexts: muxFailureContexts(flagsOf(err)) };
