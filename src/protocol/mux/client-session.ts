@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
 import { MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
 import { CONTROL_TAG, MAX_TAG, MIN_TAG, MuxType } from './frame.js';
-import { decodeRdispatch, decodeTlease, encodeTdiscarded, encodeTdispatchHead, MUX_VERSION, ReplyStatus, TINIT_CHECK, type MuxContextEntry, type MuxDelegation, type ReplyStatusCode } from './messages.js';
+import { decodeRdispatch, decodeTlease, encodeTdiscarded, encodeTdispatchHead, MUX_VERSION, TINIT_CHECK, type MuxContextEntry, type MuxDelegation, type ReplyStatusCode } from './messages.js';
 
 /** A dispatch as the session writes it. */
 export interface MuxDispatch {
@@ -297,5 +297,3 @@ export class MuxClientSession extends MuxConnection {
     for (const w of ws) w();
   }
 }
-
-export { ReplyStatus };
