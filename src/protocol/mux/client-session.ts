@@ -7,7 +7,7 @@
  */
 import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
-import { MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
+import { MuxBadMessageError, MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
 import { CONTROL_TAG, MAX_TAG, MIN_TAG, MuxType } from './frame.js';
 import { decodeRdispatch, decodeTlease, encodeTdiscarded, encodeTdispatchHead, MUX_VERSION, TINIT_CHECK, type MuxContextEntry, type MuxDelegation, type ReplyStatusCode } from './messages.js';
 
@@ -214,7 +214,7 @@ export class MuxClientSession extends MuxConnection {
       }
       case MuxType.Rreq: {
         // prx writes only Tdispatch; an Rreq to one is read the same way (status then body).
-        if (body.length < 1 || (body[0] as number) > 2) throw new MuxServerError('invalid Rreq status');
+        if (body.length < 1 || (body[0] as number) > 2) throw new MuxBadMessageError('invalid Rreq status');
         this.#release(tag)?.replied(body[0] as ReplyStatusCode, [], body.subarray(1));
         break;
       }
