@@ -8,6 +8,7 @@
 import '../router/http/index.js';
 import '../router/h2/index.js';
 import '../router/thrift/index.js';
+import '../router/mux/index.js';
 
 // Namers.
 import '../namer/fs.js';
