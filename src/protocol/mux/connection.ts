@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { MuxBadMessageError, MuxMessageTooLargeError } from './errors.js';
 import { Defragmenter, FrameDecoder, frameHeader, isFragmentable, MuxType, TAG_MSB, encodeFrame, type FrameSink } from './frame.js';
 import { decodeInit, encodeInit, FRAMER_HEADER, initHeader, type MuxInit } from './messages.js';
+import { noteSocketRead } from '../../core/read-pacer.js';
 
 /** What both sides of a session are built with. */
 export interface MuxConnectionOptions {
@@ -66,6 +67,7 @@ export abstract class MuxConnection implements FrameSink {
   }
 
   readonly #onData = (chunk: Buffer): void => {
+    noteSocketRead(chunk.length);
     if (this.ended) return;
     try {
       this.#decoder.push(chunk);
