@@ -181,7 +181,9 @@ describe('proxy process: admin wiring', () => {
     const { registry } = (await getJson(`${s.admin}/admin/registry.json`)).body as {
       registry: { kinds: Record<string, string[]>; routers: Record<string, { servers: { port: number }[]; dtab: string }> };
     };
-    assert.deepEqual(registry.kinds['protocol'], ['h2', 'http', 'test']);
+    const protocols = registry.kinds['protocol'] ?? [];
+    for (const p of ['h2', 'http', 'mux', 'test', 'thrift']) assert.ok(protocols.includes(p), `protocol ${p} in ${protocols.join(', ')}`);
+    assert.deepEqual([...protocols].sort(), protocols, 'sorted by name');
     assert.ok(registry.kinds['namer']?.includes('io.prx.fs'));
     assert.equal(registry.routers['web']?.servers[0]?.port, routerPort(s.proxy, 'web'));
     assert.equal(registry.routers['web']?.dtab, '/svc=>/#/io.prx.fs;/orphan=>/$/nil');
