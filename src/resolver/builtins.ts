@@ -11,6 +11,7 @@ import '../telemetry/tracelog.js';
 
 // Interfaces.
 import './interfaces/http-controller.js';
+import './interfaces/mesh.js';
 
 // Dtab storage: every kind (in-memory, etcd, ZooKeeper, Consul, Kubernetes).
 import './storage/index.js';
