@@ -10,6 +10,7 @@ import { constant } from '../../src/service/policy/index.js';
 import { MeshInterpreter, type MeshInterpreterConfig, meshInterpreterSchema } from '../../src/interpreter/index.js';
 import { eventually, onlyLeaf, showAddr, showBound } from './helpers.js';
 import { startMesh } from '../resolver/mesh-helpers.js';
+import { makeCerts } from '../router/harness.js';
 
 function config(port: number, extra: Record<string, unknown> = {}): MeshInterpreterConfig {
   return validate(meshInterpreterSchema, { kind: 'io.prx.mesh', dst: `/$/inet/127.0.0.1/${port}`, ...extra });
@@ -174,6 +175,30 @@ test('silent cut: a relay that stops forwarding is detected within closeTimeoutM
   } finally {
     interp.close();
     r.close();
+    await fx.close();
+  }
+});
+
+test('TLS: the interface serves a PKCS#8 key; the interpreter checks the resolver certificate against commonName and caCert', async () => {
+  const certs = makeCerts();
+  const fx = await startMesh({ default: '/svc => /#/test' }, { config: { tls: { certPath: certs.serverCert, keyPath: certs.serverKey } } });
+  const port = Number(fx.address.split(':')[1]);
+  const good = interpreter(port, { tls: { commonName: 'localhost', caCert: certs.caCert } });
+  const wrongName = interpreter(port, { tls: { commonName: 'elsewhere.example', caCert: certs.caCert } });
+  try {
+    fx.namer.bind('web', addrBound([address('127.0.0.1', 8080)]));
+    const seen: string[] = [];
+    const sub = good.bind(Dtab.empty, readPath('/svc/web')).observe((s) => seen.push(showBound(s)));
+    await eventually(() => seen.at(-1) === '/#/test/web', 4000, 'bound over TLS');
+    const refused: string[] = [];
+    const sub2 = wrongName.bind(Dtab.empty, readPath('/svc/web')).observe((s) => refused.push(showBound(s)));
+    await eventually(() => wrongName.state().binds[0]?.stream.lastError !== null, 4000, 'the wrong name is refused');
+    assert.equal(refused.at(-1), 'pending');
+    sub.close();
+    sub2.close();
+  } finally {
+    good.close();
+    wrongName.close();
     await fx.close();
   }
 });
