@@ -1,9 +1,10 @@
 import protobuf from 'protobufjs';
 import { MESH_DESCRIPTOR } from './descriptor.js';
 
-// The mesh API's message types (package io.linkerd.mesh), built once from the generated
-// descriptor. This module is only reached through dynamic imports (the resolver's mesh interface,
-// the proxy's mesh interpreter), so a process that uses neither never loads protobufjs.
+// The message types of the mesh API (package io.linkerd.mesh) and of the destination API, built
+// once from the generated descriptor. This module is only reached through dynamic imports (the
+// resolver's gRPC interfaces, the proxy's mesh interpreter), so a process that uses none of them
+// never loads protobufjs.
 
 const root = protobuf.Root.fromJSON(MESH_DESCRIPTOR as unknown as protobuf.INamespace);
 const type = (name: string): protobuf.Type => root.lookupType(`io.linkerd.mesh.${name}`);
@@ -17,6 +18,10 @@ export const MeshTypes = {
   DtabRsp: type('DtabRsp'),
   DelegateTreeReq: type('DelegateTreeReq'),
   DelegateTreeRsp: type('DelegateTreeRsp'),
+  // The destination API of second-generation proxies (`io.prx.destination`).
+  GetDestination: root.lookupType('io.linkerd.proxy.destination.GetDestination'),
+  Update: root.lookupType('io.linkerd.proxy.destination.Update'),
+  DestinationProfile: root.lookupType('io.linkerd.proxy.destination.DestinationProfile'),
 } as const;
 export type MeshTypeName = keyof typeof MeshTypes;
 

@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
-import { PrxError, errorMessage } from '../../core/errors.js';
+import { PrxError } from '../../core/errors.js';
 import { type Dtab, type Path, Var } from '../../naming/index.js';
 import { type AccessLog, routerAccessLog } from '../../protocol/http/access-log.js';
 import {
@@ -9,7 +8,8 @@ import {
 } from '../../protocol/mesh/convert.js';
 import { MESH_METHODS, type MeshMethod, type MeshMethodName, type MeshTypeName, decodeMessage, encodeMessage } from '../../protocol/mesh/messages.js';
 import type { Counter } from '../../service/stats/index.js';
-import { InterfaceNotListeningError, InterfaceTlsError } from '../errors.js';
+import { InterfaceNotListeningError } from '../errors.js';
+import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
 import type { InterfaceContext } from './interface-kind.js';
 import type { MeshInterfaceConfig } from './mesh.js';
 import {
@@ -28,11 +28,7 @@ export interface MeshServerOptions {
 }
 
 export const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
-/** Requests are a root, a name and a dtab: 1 MiB is far beyond any real one. */
-export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
-/** A client that stops answering PINGs is dropped (its watches released) within 30 s + 10 s. */
-const DEFAULT_KEEPALIVE_TIME_MS = 30_000;
-const DEFAULT_KEEPALIVE_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_REQUEST_BYTES = GRPC_SERVER_DEFAULTS.maxRequestBytes;
 
 type Request = Record<string, unknown>;
 const NO_ROOT = grpcError(grpc.status.INVALID_ARGUMENT, 'No namespace specified');
@@ -70,8 +66,8 @@ export class MeshServer {
     this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
     this.#server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
-      'grpc.keepalive_time_ms': options.keepaliveTimeMs ?? DEFAULT_KEEPALIVE_TIME_MS,
-      'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMs ?? DEFAULT_KEEPALIVE_TIMEOUT_MS,
+      'grpc.keepalive_time_ms': options.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
+      'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
     });
     this.#accessLog = routerAccessLog(
       { path: cfg.h2AccessLog, rollPolicy: cfg.h2AccessLogRollPolicy, append: cfg.h2AccessLogAppend, rotateCount: cfg.h2AccessLogRotateCount },
@@ -83,13 +79,9 @@ export class MeshServer {
   }
 
   async listen(): Promise<{ ip: string; port: number }> {
-    const creds = await this.#credentials();
-    const { ip, port } = this.#cfg;
-    const host = ip.includes(':') ? `[${ip}]` : ip;
-    const bound = await new Promise<number>((resolve, reject) => {
-      this.#server.bindAsync(`${host}:${port}`, creds, (err, p) => (err ? reject(err) : resolve(p)));
-    });
-    this.#address = { ip, port: bound };
+    const creds = await serverCredentials('io.prx.mesh', this.#cfg.tls);
+    const port = await bindServer(this.#server, this.#cfg.ip, this.#cfg.port, creds);
+    this.#address = { ip: this.#cfg.ip, port };
     this.#ctx.log.info({ address: this.#address, kind: 'io.prx.mesh' }, 'io.prx.mesh listening');
     return this.#address;
   }
@@ -101,7 +93,7 @@ export class MeshServer {
 
   get url(): string {
     const { ip, port } = this.address;
-    return `${this.#cfg.tls ? 'https' : 'http'}://${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+    return grpcUrl(this.#cfg.tls !== undefined, ip, port);
   }
 
   /** Open streamed calls. */
@@ -127,32 +119,8 @@ export class MeshServer {
     if (this.#address === undefined) return;
     this.#address = undefined;
     for (const w of [...this.#writers]) w.end(grpcError(grpc.status.UNAVAILABLE, 'the resolver is shutting down'));
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.#server.forceShutdown();
-        resolve();
-      }, graceMs);
-      timer.unref();
-      this.#server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await shutdownServer(this.#server, graceMs);
     await this.#accessLog?.close();
-  }
-
-  async #credentials(): Promise<grpc.ServerCredentials> {
-    const tls = this.#cfg.tls;
-    if (tls === undefined) return grpc.ServerCredentials.createInsecure();
-    const read = async (path: string): Promise<Buffer> => {
-      try {
-        return await readFile(path);
-      } catch (e) {
-        throw new InterfaceTlsError(`io.prx.mesh: cannot read ${path}: ${errorMessage(e)}`, { cause: e });
-      }
-    };
-    const [cert, key, ca] = await Promise.all([read(tls.certPath), read(tls.keyPath), tls.caCertPath === undefined ? null : read(tls.caCertPath)]);
-    return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: cert, private_key: key }], ca !== null);
   }
 
   // ---------------------------------------------------------------------------------------------
