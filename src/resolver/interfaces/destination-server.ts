@@ -1,12 +1,23 @@
 import { isIPv4 } from 'node:net';
 import * as grpc from '@grpc/grpc-js';
+import type { ServerTlsConfig } from '../../config/tls.js';
 import { type Addr, type BoundName, type Closable, Dtab, Path, Var, evalTree, readPath } from '../../naming/index.js';
 import { decodeMessage, encodeMessage } from '../../protocol/mesh/messages.js';
 import type { Counter } from '../../service/stats/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
-import type { DestinationInterfaceConfig } from './destination.js';
 import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
 import type { InterfaceContext } from './interface-kind.js';
+
+/** Where the server listens and what it binds: the `io.prx.destination` config object (port 0 picks a free port). */
+export interface DestinationListenConfig {
+  readonly ip: string;
+  readonly port: number;
+  readonly tls?: ServerTlsConfig | undefined;
+  /** Path prefix of the bound names, e.g. `/svc`. */
+  readonly prefix: string;
+  /** Namespace whose dtab binds them. */
+  readonly namespace: string;
+}
 
 /** Tuning outside the config (tests). */
 export interface DestinationServerOptions {
@@ -35,7 +46,7 @@ const PROFILE_PATH = '/io.linkerd.proxy.destination.Destination/GetProfile';
  * one message at a time: a slow client gets one catch-up diff, never a queue of every change.
  */
 export class DestinationServer {
-  readonly #cfg: DestinationInterfaceConfig;
+  readonly #cfg: DestinationListenConfig;
   readonly #ctx: InterfaceContext;
   readonly #server: grpc.Server;
   readonly #prefix: Path;
@@ -44,7 +55,7 @@ export class DestinationServer {
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
 
-  constructor(cfg: DestinationInterfaceConfig, ctx: InterfaceContext, options: DestinationServerOptions = {}) {
+  constructor(cfg: DestinationListenConfig, ctx: InterfaceContext, options: DestinationServerOptions = {}) {
     this.#cfg = cfg;
     this.#ctx = ctx;
     this.#prefix = readPath(cfg.prefix);

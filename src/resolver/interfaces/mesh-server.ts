@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import type { ServerTlsConfig } from '../../config/tls.js';
 import { PrxError } from '../../core/errors.js';
 import { type Dtab, type Path, Var } from '../../naming/index.js';
 import { type AccessLog, routerAccessLog } from '../../protocol/http/access-log.js';
@@ -11,10 +12,20 @@ import type { Counter } from '../../service/stats/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
 import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
 import type { InterfaceContext } from './interface-kind.js';
-import type { MeshInterfaceConfig } from './mesh.js';
 import {
   type Frame, FrameWriter, type GrpcError, PENDING_FRAME, endFrame, firstFrame, framesOf, grpcError, statusOf,
 } from './mesh-stream.js';
+
+/** Where and how the server listens: the `io.prx.mesh` config object (port 0 picks a free port). */
+export interface MeshListenConfig {
+  readonly ip: string;
+  readonly port: number;
+  readonly tls?: ServerTlsConfig | undefined;
+  readonly h2AccessLog?: string | undefined;
+  readonly h2AccessLogRollPolicy: string;
+  readonly h2AccessLogAppend: boolean;
+  readonly h2AccessLogRotateCount: number;
+}
 
 /** Tuning outside the config (tests shorten timeouts). */
 export interface MeshServerOptions {
@@ -50,7 +61,7 @@ class MeshRequestRefusedError extends PrxError {
  * between calls that watch the same thing and encoded once per change.
  */
 export class MeshServer {
-  readonly #cfg: MeshInterfaceConfig;
+  readonly #cfg: MeshListenConfig;
   readonly #ctx: InterfaceContext;
   readonly #answerTimeoutMs: number;
   readonly #server: grpc.Server;
@@ -60,7 +71,7 @@ export class MeshServer {
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
 
-  constructor(cfg: MeshInterfaceConfig, ctx: InterfaceContext, options: MeshServerOptions = {}) {
+  constructor(cfg: MeshListenConfig, ctx: InterfaceContext, options: MeshServerOptions = {}) {
     this.#cfg = cfg;
     this.#ctx = ctx;
     this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
