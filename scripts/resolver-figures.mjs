@@ -6,11 +6,13 @@
 // on every stream. Repeats for each N.
 //
 //   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
-//                                     [--interface http|mesh]
+//                                     [--interface http|mesh] [--per-connection 1]
 //
 // `http` (default): `watch=true` streams of the HTTP controller over raw sockets. `mesh`: gRPC
 // StreamBoundTree calls on the `io.prx.mesh` interface, each on its own HTTP/2 connection (as
-// many proxies would), written by hand with node:http2 so the client side stays light.
+// many proxies would), written by hand with node:http2 so the client side stays light;
+// `--per-connection k` puts k calls on each connection instead (a proxy's binds and replica sets
+// share its one connection to the resolver).
 // Each watcher is a TCP connection on both sides; keep N below half of `ulimit -n`.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,6 +33,7 @@ const counts = String(option('--watchers', '1000 5000 10000')).split(/\s+/).filt
 const updates = Number(option('--updates', '5'));
 const iface = String(option('--interface', 'http'));
 if (iface !== 'http' && iface !== 'mesh') throw new Error(`--interface is http or mesh, not ${iface}`);
+const perConnection = Number(option('--per-connection', '1'));
 
 if (!args.includes('--no-build')) {
   spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
@@ -91,11 +94,11 @@ const BIND_FRAME = (() => {
   return Buffer.concat([head, msg]);
 })();
 
-/** Opens one StreamBoundTree call on its own HTTP/2 connection; `onData` sees every chunk. */
-function openMeshWatch(port, onData) {
+/** Opens one StreamBoundTree call, on `session` or a new HTTP/2 connection; `onData` sees every chunk. */
+function openMeshWatch(port, onData, shared) {
   return new Promise((resolve, reject) => {
-    const session = http2Connect(`http://127.0.0.1:${port}`);
-    session.once('error', reject);
+    const session = shared ?? http2Connect(`http://127.0.0.1:${port}`);
+    if (!shared) session.once('error', reject);
     const req = session.request({
       ':method': 'POST',
       ':path': '/io.linkerd.mesh.Interpreter/StreamBoundTree',
@@ -104,7 +107,7 @@ function openMeshWatch(port, onData) {
     });
     req.setEncoding('latin1');
     req.on('data', onData);
-    req.once('response', () => resolve({ destroy: () => session.destroy() }));
+    req.once('response', () => resolve({ session, destroy: () => session.destroy() }));
     req.end(BIND_FRAME);
   });
 }
@@ -164,7 +167,7 @@ async function measure(n) {
           received++;
         }
       };
-      const s = iface === 'http' ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData) : await openMeshWatch(meshPort, onData);
+      const s = iface === 'http' ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData) : await openMeshWatch(meshPort, onData, i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session);
       sockets.push(s);
     }
     while (received < n) await sleep(20);
@@ -217,7 +220,7 @@ for (const n of counts) {
   process.stderr.write(`${n} watchers: done\n`);
 }
 console.log(`# prx-resolver watch fan-out — ${new Date().toISOString()}\n`);
-const how = iface === 'http' ? 'HTTP controller bind watches over raw TCP' : 'io.prx.mesh StreamBoundTree calls, one HTTP/2 connection each';
+const how = iface === 'http' ? 'HTTP controller bind watches over raw TCP' : `io.prx.mesh StreamBoundTree calls, ${perConnection} per HTTP/2 connection`;
 console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians.\n`);
 console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | update → all watchers p50 ms | p99 ms | last ms |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|');
