@@ -1,15 +1,22 @@
 #!/usr/bin/env node
-// Watch fan-out of `bin/prx-resolver`: how many concurrent `watch=true` streams one resolver
-// serves, what each costs in resident memory, and how long a dtab update takes to reach all of
-// them. Starts the resolver (dist/, in-memory storage, an fs namer over a temporary directory),
-// opens N bind watches from this process over raw sockets, writes a new dtab with a PUT, and
-// times the arrival of the new tree on every stream. Repeats for each N.
+// Watch fan-out of `bin/prx-resolver`: how many concurrent watches one resolver serves, what each
+// costs in resident memory, and how long a dtab update takes to reach all of them. Starts the
+// resolver (dist/, in-memory storage, an fs namer over a temporary directory), opens N bind
+// watches from this process, writes a new dtab with a PUT, and times the arrival of the new tree
+// on every stream. Repeats for each N.
 //
 //   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
+//                                     [--interface http|mesh] [--per-connection 1]
 //
+// `http` (default): `watch=true` streams of the HTTP controller over raw sockets. `mesh`: gRPC
+// StreamBoundTree calls on the `io.prx.mesh` interface, each on its own HTTP/2 connection (as
+// many proxies would), written by hand with node:http2 so the client side stays light;
+// `--per-connection k` puts k calls on each connection instead (a proxy's binds and replica sets
+// share its one connection to the resolver).
 // Each watcher is a TCP connection on both sides; keep N below half of `ulimit -n`.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect as http2Connect } from 'node:http2';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +31,9 @@ const option = (name, fallback) => {
 };
 const counts = String(option('--watchers', '1000 5000 10000')).split(/\s+/).filter(Boolean).map(Number);
 const updates = Number(option('--updates', '5'));
+const iface = String(option('--interface', 'http'));
+if (iface !== 'http' && iface !== 'mesh') throw new Error(`--interface is http or mesh, not ${iface}`);
+const perConnection = Number(option('--per-connection', '1'));
 
 if (!args.includes('--no-build')) {
   spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
@@ -63,6 +73,45 @@ function openWatch(port, path, onData) {
   });
 }
 
+/** Protobuf length-delimited field `tag` holding `bytes`. */
+function ld(tag, bytes) {
+  const len = [];
+  for (let n = bytes.length; ; n >>>= 7) {
+    if (n < 0x80) {
+      len.push(n);
+      break;
+    }
+    len.push((n & 0x7f) | 0x80);
+  }
+  return Buffer.concat([Buffer.from([(tag << 3) | 2, ...len]), bytes]);
+}
+const pathMsg = (...elems) => Buffer.concat(elems.map((e) => ld(1, Buffer.from(e))));
+/** BindReq{root: /default, name: /svc/web} in a gRPC frame (uncompressed, 4-byte length). */
+const BIND_FRAME = (() => {
+  const msg = Buffer.concat([ld(1, pathMsg('default')), ld(2, pathMsg('svc', 'web'))]);
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(msg.length, 1);
+  return Buffer.concat([head, msg]);
+})();
+
+/** Opens one StreamBoundTree call, on `session` or a new HTTP/2 connection; `onData` sees every chunk. */
+function openMeshWatch(port, onData, shared) {
+  return new Promise((resolve, reject) => {
+    const session = shared ?? http2Connect(`http://127.0.0.1:${port}`);
+    if (!shared) session.once('error', reject);
+    const req = session.request({
+      ':method': 'POST',
+      ':path': '/io.linkerd.mesh.Interpreter/StreamBoundTree',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
+    req.setEncoding('latin1');
+    req.on('data', onData);
+    req.once('response', () => resolve({ session, destroy: () => session.destroy() }));
+    req.end(BIND_FRAME);
+  });
+}
+
 function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
@@ -73,13 +122,16 @@ async function measure(n) {
   mkdirSync(disco);
   writeFileSync(join(disco, 'blue'), '127.0.0.1 8081\n');
   writeFileSync(join(disco, 'green'), '127.0.0.1 8082\n');
-  const [ctlPort, adminPort] = [await freePort(), await freePort()];
+  const [ctlPort, adminPort, meshPort] = [await freePort(), await freePort(), await freePort()];
   const config = join(dir, 'resolver.json');
   writeFileSync(
     config,
     JSON.stringify({
       admin: { port: adminPort },
-      interfaces: [{ kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort }],
+      interfaces: [
+        { kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort },
+        ...(iface === 'mesh' ? [{ kind: 'io.prx.mesh', ip: '127.0.0.1', port: meshPort }] : []),
+      ],
       storage: { kind: 'io.prx.inMemory', namespaces: { default: '/svc/web => /#/io.prx.fs/blue' } },
       namers: [{ kind: 'io.prx.fs', rootDir: disco }],
     }),
@@ -92,8 +144,10 @@ async function measure(n) {
       if (i > 200) throw new Error('the resolver did not start');
       await sleep(25);
     }
-    // A few warm-up requests, so the baseline includes a JIT-warm controller.
+    // A few warm-up requests, so the baseline includes a JIT-warm controller (and, for mesh, a
+    // loaded gRPC stack: a few watches opened and closed).
     for (let i = 0; i < 50; i++) await http(ctlPort, 'GET', '/api/1/bind/default?path=/svc/web');
+    if (iface === 'mesh') for (let i = 0; i < 20; i++) (await openMeshWatch(meshPort, () => {})).destroy();
     global.gc?.();
     await sleep(500);
     const rssBefore = rssMiB(child.pid);
@@ -105,12 +159,15 @@ async function measure(n) {
     const sockets = [];
     for (let i = 0; i < n; i++) {
       const index = i;
-      const s = await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', (chunk) => {
-        if (chunk.includes(`/${want}"`) && seenAt[index] === 0) {
+      // The HTTP view shows the id as JSON text; the mesh message carries it as the path segment's bytes.
+      const onData = (chunk) => {
+        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : chunk.includes(want);
+        if (seen && seenAt[index] === 0) {
           seenAt[index] = performance.now();
           received++;
         }
-      });
+      };
+      const s = iface === 'http' ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData) : await openMeshWatch(meshPort, onData, i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session);
       sockets.push(s);
     }
     while (received < n) await sleep(20);
@@ -163,7 +220,8 @@ for (const n of counts) {
   process.stderr.write(`${n} watchers: done\n`);
 }
 console.log(`# prx-resolver watch fan-out — ${new Date().toISOString()}\n`);
-console.log(`node ${process.version}; in-memory storage; bind watches over raw TCP from one client process; ${updates} updates per row, medians.\n`);
+const how = iface === 'http' ? 'HTTP controller bind watches over raw TCP' : `io.prx.mesh StreamBoundTree calls, ${perConnection} per HTTP/2 connection`;
+console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians.\n`);
 console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | update → all watchers p50 ms | p99 ms | last ms |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {

@@ -289,16 +289,20 @@ export class ProxyProcess {
 
   /**
    * `/<router>/interpreter_state/…` for interpreters with state: the resolver interpreter's at
-   * `io.prx.resolver/<namespace>.json` (Linkerd's path shape), any other's at `<kind>.json`.
+   * `io.prx.resolver/<namespace>.json` and the mesh interpreter's at `io.prx.mesh/<root>.json`
+   * (Linkerd's path shapes), any other's at `<kind>.json`.
    */
   #addInterpreterState(router: RunningRouter, kind: string): void {
     const state = (): unknown => interpreterState(router.interpreter);
-    const initial = state() as { namespace?: unknown } | undefined;
+    const initial = state() as { namespace?: unknown; root?: unknown } | undefined;
     if (initial === undefined) return;
-    const path =
-      kind === 'io.prx.resolver.http' && typeof initial.namespace === 'string'
-        ? `/${router.label}/interpreter_state/io.prx.resolver/${initial.namespace}.json`
-        : `/${router.label}/interpreter_state/${kind}.json`;
+    let path = `/${router.label}/interpreter_state/${kind}.json`;
+    if (kind === 'io.prx.resolver.http' && typeof initial.namespace === 'string') {
+      path = `/${router.label}/interpreter_state/io.prx.resolver/${initial.namespace}.json`;
+    } else if (kind === 'io.prx.mesh' && typeof initial.root === 'string') {
+      // Linkerd's shape: the root path appended, `/default` → `io.prx.mesh/default.json`.
+      path = `/${router.label}/interpreter_state/io.prx.mesh${initial.root}.json`;
+    }
     this.admin.add({
       path,
       method: 'GET',

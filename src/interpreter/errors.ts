@@ -35,3 +35,10 @@ export class ResolverDstError extends PrxError {
     super('PRX_ERR_RESOLVER_DST', `resolver dst ${dst} ${what}`);
   }
 }
+
+/** The resolver's mesh interface ended a watch, refused it, or sent a message that does not fit. */
+export class ResolverMeshError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_RESOLVER_MESH', message);
+  }
+}

@@ -291,7 +291,7 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
 }
 
 /** The addresses `dst` binds to through the `/$/` namer: the first leaf's, live. */
-function dstAddresses(system: Namer, dst: Path): Var<State<readonly Address[]>> {
+export function dstAddresses(system: Namer, dst: Path): Var<State<readonly Address[]>> {
   return new ConfiguredNamersInterpreter([], { system }).bind(Dtab.empty, dst).states.flatMap((s): Var<State<readonly Address[]>> => {
     if (s.kind !== 'ok') return Var.value(s);
     const first = leavesOf(s.value)[0];

@@ -17,7 +17,7 @@ export interface DelegationSource {
 }
 
 /**
- * Explains how `path` delegates through `dtab` (Linkerd's `ConfiguredNamersInterpreter.delegate`):
+ * Explains how `path` (or each path of a tree) delegates through `dtab` (Linkerd's `ConfiguredNamersInterpreter.delegate`):
  * unlike binding, every alternative is followed, namer failures become `exception` nodes, and a
  * dentry whose destination is `~` shows as Neg instead of falling through to the namers. Namer
  * lookups that stay pending keep the promise pending until `signal` aborts.
@@ -25,12 +25,13 @@ export interface DelegationSource {
 export async function delegate(
   source: DelegationSource,
   dtab: Dtab,
-  path: Path,
+  path: Path | NameTree<Path>,
   signal?: AbortSignal,
   limits: NamingLimits = DEFAULT_NAMING_LIMITS,
 ): Promise<DelegateTree<BoundName>> {
   const walk = new DelegationWalk(source, dtab, signal, limits);
-  const root = fromNameTree(Path.empty, Dentry.nop, leaf(path));
+  // A tree of paths (the mesh API's GetDelegateTree) delegates every leaf under one root.
+  const root = fromNameTree(Path.empty, Dentry.nop, path instanceof Path ? leaf(path) : path);
   const bound = await walk.bind(0, 0, root);
   return simplifyDelegateTree(bound);
 }

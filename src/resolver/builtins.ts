@@ -11,6 +11,8 @@ import '../telemetry/tracelog.js';
 
 // Interfaces.
 import './interfaces/http-controller.js';
+import './interfaces/mesh.js';
+import './interfaces/destination.js';
 
 // Dtab storage: every kind (in-memory, etcd, ZooKeeper, Consul, Kubernetes).
 import './storage/index.js';

@@ -117,7 +117,7 @@ export class ResolverNaming {
   }
 
   /** Explains how `path` delegates through `dtab` (the caller already combined it). */
-  delegateWith(dtab: Dtab, path: Path, signal?: AbortSignal): Promise<DelegateTree<BoundName>> {
+  delegateWith(dtab: Dtab, path: Path | NameTree<Path>, signal?: AbortSignal): Promise<DelegateTree<BoundName>> {
     return delegate(this.interpreter, dtab, path, signal);
   }
 }

@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { spawnCli, type SpawnedCli } from '../helpers/run-cli.js';
 import { sharedEtcd } from '../helpers/services.js';
 import { freePort, request } from '../resolver/helpers.js';
+import { type Answer, backend, loadLoop } from './fleet.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'prx-e2e-'));
 const started: SpawnedCli[] = [];
@@ -22,17 +22,6 @@ after(async () => {
   for (const s of servers) s.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** A backend answering its own name. */
-async function backend(name: string): Promise<number> {
-  const server = http.createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.end(name));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
 
 function spawn(name: 'prx' | 'prx-resolver' | 'prxctl', args: string[], stdin?: string): SpawnedCli {
   const p = spawnCli(name, args, stdin === undefined ? {} : { stdin });
@@ -47,40 +36,9 @@ async function prxctl(baseUrl: string, args: string[], stdin?: string): Promise<
   return p.stdout();
 }
 
-/** One keep-alive client loop: GETs until stopped, recording where each answer came from. */
-interface Answer {
-  readonly sentAt: number;
-  readonly doneAt: number;
-  readonly body: string;
-}
-
-function loadLoop(port: number, agent: http.Agent, answers: Answer[], failures: string[], stop: { stopped: boolean }): Promise<void> {
-  return new Promise((resolve) => {
-    const next = (): void => {
-      if (stop.stopped) return resolve();
-      const sentAt = performance.now();
-      const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => {
-          if (res.statusCode === 200) answers.push({ sentAt, doneAt: performance.now(), body });
-          else failures.push(`${res.statusCode}: ${body}`);
-          next();
-        });
-      });
-      req.on('error', (e) => {
-        failures.push(e.message);
-        next();
-      });
-    };
-    next();
-  });
-}
-
 test('prxctl dtab update on a resolver over etcd moves a proxy\'s live traffic within a second, no request failing', { timeout: 90_000 }, async (t) => {
   const etcd = await sharedEtcd();
-  const [blue, green] = await Promise.all([backend('blue'), backend('green')]);
+  const [blue, green] = await Promise.all([backend('blue', servers), backend('green', servers)]);
   const disco = join(dir, 'disco');
   mkdirSync(disco);
   writeFileSync(join(disco, 'blue'), `127.0.0.1 ${blue}\n`);

@@ -75,9 +75,9 @@ describe('validateResolverConfig', () => {
   });
 
   test('unknown kinds list the known ones; unknown keys are refused', () => {
-    const r = problems({ interfaces: [{ kind: 'io.prx.mesh' }], storage: { kind: 'io.prx.nope' }, routers: [] });
+    const r = problems({ interfaces: [{ kind: 'io.prx.nope' }], storage: { kind: 'io.prx.nope' }, routers: [] });
     assert.deepEqual(r.lines, [
-      'interfaces[0].kind: unknown iface kind "io.prx.mesh" (known kinds: io.prx.httpController)',
+      `interfaces[0].kind: unknown iface kind "io.prx.nope" (known kinds: ${kindsOf('iface').join(', ')})`,
       `storage.kind: unknown storage kind "io.prx.nope" (known kinds: ${kindsOf('storage').join(', ')})`,
       'routers: unknown key (known keys: admin, interfaces, storage, namers, telemetry)',
     ]);

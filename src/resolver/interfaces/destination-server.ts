@@ -1,0 +1,285 @@
+import { isIPv4 } from 'node:net';
+import * as grpc from '@grpc/grpc-js';
+import type { ServerTlsConfig } from '../../config/tls.js';
+import { type Addr, type BoundName, type Closable, Dtab, Path, Var, evalTree, readPath } from '../../naming/index.js';
+import { decodeMessage, encodeMessage } from '../../protocol/mesh/messages.js';
+import type { Counter } from '../../service/stats/index.js';
+import { InterfaceNotListeningError } from '../errors.js';
+import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
+import type { InterfaceContext } from './interface-kind.js';
+
+/** Where the server listens and what it binds: the `io.prx.destination` config object (port 0 picks a free port). */
+export interface DestinationListenConfig {
+  readonly ip: string;
+  readonly port: number;
+  readonly tls?: ServerTlsConfig | undefined;
+  /** Path prefix of the bound names, e.g. `/svc`. */
+  readonly prefix: string;
+  /** Namespace whose dtab binds them. */
+  readonly namespace: string;
+}
+
+/** Tuning outside the config (tests). */
+export interface DestinationServerOptions {
+  readonly keepaliveTimeMs?: number;
+  readonly keepaliveTimeoutMs?: number;
+}
+
+/** What a destination currently resolves to: not known yet, nothing (Neg or failure), or IPv4 endpoints by `ip:port`. */
+type Endpoints =
+  | { readonly kind: 'pending' }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'bound'; readonly addrs: ReadonlyMap<string, TcpAddr> };
+interface TcpAddr {
+  readonly ip: number;
+  readonly port: number;
+}
+
+const PENDING: Endpoints = { kind: 'pending' };
+const NONE: Endpoints = { kind: 'none' };
+const GET_PATH = '/io.linkerd.proxy.destination.Destination/Get';
+const PROFILE_PATH = '/io.linkerd.proxy.destination.Destination/GetProfile';
+
+/**
+ * The `io.prx.destination` interface's gRPC server. Each `Get` call keeps what its client has
+ * been told (the endpoints added and not removed) and sends the difference to the current set,
+ * one message at a time: a slow client gets one catch-up diff, never a queue of every change.
+ */
+export class DestinationServer {
+  readonly #cfg: DestinationListenConfig;
+  readonly #ctx: InterfaceContext;
+  readonly #server: grpc.Server;
+  readonly #prefix: Path;
+  readonly #streams = new Set<{ end(status: grpc.StatusObject | { code: grpc.status; details: string }): void }>();
+  readonly #shared = new Map<string, { readonly source: Var<Endpoints>; users: number }>();
+  readonly #requests: Counter;
+  #address: { ip: string; port: number } | undefined;
+
+  constructor(cfg: DestinationListenConfig, ctx: InterfaceContext, options: DestinationServerOptions = {}) {
+    this.#cfg = cfg;
+    this.#ctx = ctx;
+    this.#prefix = readPath(cfg.prefix);
+    this.#server = new grpc.Server({
+      'grpc.max_receive_message_length': GRPC_SERVER_DEFAULTS.maxRequestBytes,
+      'grpc.keepalive_time_ms': options.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
+      'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
+    });
+    this.#requests = ctx.stats.counter('requests');
+    ctx.stats.gauge(['watches'], () => this.#streams.size);
+    const request = { requestSerialize: (v: object) => encodeMessage('GetDestination', v), requestDeserialize: (b: Buffer) => decodeMessage<GetDestination>('GetDestination', b) };
+    const response = { responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
+    this.#server.addService(
+      {
+        Get: { path: GET_PATH, requestStream: false, responseStream: true, originalName: 'get', ...request, ...response },
+        GetProfile: { path: PROFILE_PATH, requestStream: false, responseStream: true, originalName: 'getProfile', ...request, ...response },
+      },
+      {
+        Get: (call: grpc.ServerWritableStream<GetDestination, Buffer>) => this.#get(call),
+        GetProfile: (call: grpc.ServerWritableStream<GetDestination, Buffer>) => this.#profile(call),
+      },
+    );
+  }
+
+  async listen(): Promise<{ ip: string; port: number }> {
+    const creds = await serverCredentials('io.prx.destination', this.#cfg.tls);
+    const port = await bindServer(this.#server, this.#cfg.ip, this.#cfg.port, creds);
+    this.#address = { ip: this.#cfg.ip, port };
+    this.#ctx.log.info({ address: this.#address, kind: 'io.prx.destination' }, 'io.prx.destination listening');
+    return this.#address;
+  }
+
+  get address(): { ip: string; port: number } {
+    if (!this.#address) throw new InterfaceNotListeningError('io.prx.destination');
+    return this.#address;
+  }
+
+  get url(): string {
+    const { ip, port } = this.address;
+    return grpcUrl(this.#cfg.tls !== undefined, ip, port);
+  }
+
+  get watchCount(): number {
+    return this.#streams.size;
+  }
+
+  get sharedViewCount(): number {
+    return this.#shared.size;
+  }
+
+  async close(graceMs = 0): Promise<void> {
+    if (this.#address === undefined) return;
+    this.#address = undefined;
+    for (const s of [...this.#streams]) s.end({ code: grpc.status.UNAVAILABLE, details: 'the resolver is shutting down' });
+    await shutdownServer(this.#server, graceMs);
+  }
+
+  #get(call: grpc.ServerWritableStream<GetDestination, Buffer>): void {
+    this.#requests.incr();
+    const { scheme, path } = call.request;
+    if (!scheme.includes('k8s')) {
+      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `Unknown scheme: ${scheme || 'unknown'}` });
+      return;
+    }
+    const service = serviceOf(path);
+    if (service === undefined) {
+      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'Empty request path' });
+      return;
+    }
+    const name = this.#prefix.concat(Path.utf8(service));
+    const key = name.show;
+    let shared = this.#shared.get(key);
+    if (shared === undefined) {
+      shared = { source: endpointsOf(this.#ctx, this.#cfg.namespace, name), users: 0 };
+      this.#shared.set(key, shared);
+    }
+    const entry = shared;
+    entry.users++;
+    const stream = new DiffStream(call, entry.source, () => {
+      this.#streams.delete(stream);
+      if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
+    });
+    if (!stream.ended) this.#streams.add(stream);
+  }
+
+  /** One empty profile, and the stream stays open (clients treat an ended profile stream as a failure). */
+  #profile(call: grpc.ServerWritableStream<GetDestination, Buffer>): void {
+    this.#requests.incr();
+    const stream = {
+      end: (status: { code: grpc.status; details: string }) => {
+        this.#streams.delete(stream);
+        call.emit('error', status);
+      },
+    };
+    this.#streams.add(stream);
+    const done = (): void => void this.#streams.delete(stream);
+    call.on('cancelled', done).on('close', done);
+    call.write(encodeMessage('DestinationProfile', {}));
+  }
+}
+
+interface GetDestination {
+  readonly scheme: string;
+  readonly path: string;
+}
+
+/** `web.default.svc.cluster.local:8080` → `web`; undefined when there is no name. */
+function serviceOf(authority: string): string | undefined {
+  const dot = authority.indexOf('.');
+  let name = dot < 0 ? authority : authority.slice(0, dot);
+  const colon = name.indexOf(':');
+  if (colon >= 0) name = name.slice(0, colon);
+  return name === '' ? undefined : name;
+}
+
+/** The endpoints `name` binds to through `ns`'s dtab: every bound name the tree selects, their addresses merged. */
+function endpointsOf(ctx: InterfaceContext, ns: string, name: Path): Var<Endpoints> {
+  return ctx.naming.bind(ns, Dtab.empty, name).states.flatMap((s): Var<Endpoints> => {
+    if (s.kind === 'pending') return Var.value(PENDING);
+    if (s.kind === 'failed') return Var.value(NONE);
+    const selected = evalTree(s.value);
+    if (selected === undefined) return Var.value(NONE);
+    return Var.collect([...selected].map((b: BoundName) => b.addr)).map(foldAddrs);
+  });
+}
+
+/** Bound sets merge; a bound set wins over Neg or failure; all pending is pending; otherwise none. */
+function foldAddrs(addrs: readonly Addr[]): Endpoints {
+  if (addrs.length === 0) return { kind: 'bound', addrs: new Map() };
+  const bound = addrs.filter((a) => a.kind === 'bound');
+  if (bound.length === 0) return addrs.every((a) => a.kind === 'pending') ? PENDING : NONE;
+  const out = new Map<string, TcpAddr>();
+  for (const a of bound) {
+    for (const x of a.addresses) {
+      // The API's addresses are IPv4 here, as in Linkerd's implementation.
+      if (!isIPv4(x.host)) continue;
+      const [p, q, r, t] = x.host.split('.').map(Number) as [number, number, number, number];
+      out.set(`${x.host}:${x.port}`, { ip: ((p << 24) | (q << 16) | (r << 8) | t) >>> 0, port: x.port });
+    }
+  }
+  return { kind: 'bound', addrs: out };
+}
+
+const tcp = (a: TcpAddr): object => ({ ip: { ipv4: a.ip }, port: a.port });
+
+/** One `Get` call: what its client has been told, and the next diff to the current endpoints. */
+class DiffStream {
+  readonly #call: grpc.ServerWritableStream<GetDestination, Buffer>;
+  readonly #onEnd: () => void;
+  readonly #told = new Map<string, TcpAddr>();
+  #toldKind: 'nothing' | 'none' | 'bound' = 'nothing';
+  #current: Endpoints = PENDING;
+  #writing = false;
+  #sub: Closable | undefined;
+  #done = false;
+
+  constructor(call: grpc.ServerWritableStream<GetDestination, Buffer>, source: Var<Endpoints>, onEnd: () => void) {
+    this.#call = call;
+    this.#onEnd = onEnd;
+    call.on('cancelled', () => this.#finish());
+    call.on('close', () => this.#finish());
+    const sub = source.observe((e) => {
+      this.#current = e;
+      this.#pump();
+    });
+    if (this.#done) sub.close();
+    else this.#sub = sub;
+  }
+
+  get ended(): boolean {
+    return this.#done;
+  }
+
+  end(status: { code: grpc.status; details: string }): void {
+    if (this.#done) return;
+    this.#finish();
+    this.#call.emit('error', status);
+  }
+
+  /** Sends the next message that brings the client closer to the current state, if any. */
+  #pump(): void {
+    if (this.#done || this.#writing) return;
+    const update = this.#next();
+    if (update === undefined) return;
+    this.#writing = true;
+    this.#call.write(encodeMessage('Update', update), () => {
+      this.#writing = false;
+      this.#pump();
+    });
+  }
+
+  #next(): object | undefined {
+    const cur = this.#current;
+    if (cur.kind === 'pending') return undefined;
+    if (cur.kind === 'none') {
+      if (this.#toldKind === 'none') return undefined;
+      this.#told.clear();
+      this.#toldKind = 'none';
+      return { no_endpoints: { exists: false } };
+    }
+    const added = [...cur.addrs].filter(([k]) => !this.#told.has(k));
+    if (added.length > 0) {
+      for (const [k, a] of added) this.#told.set(k, a);
+      this.#toldKind = 'bound';
+      return { add: { addrs: added.map(([, a]) => ({ addr: tcp(a), weight: 1 })) } };
+    }
+    const removed = [...this.#told].filter(([k]) => !cur.addrs.has(k));
+    if (removed.length > 0) {
+      for (const [k] of removed) this.#told.delete(k);
+      return { remove: { addrs: removed.map(([, a]) => tcp(a)) } };
+    }
+    if (this.#toldKind !== 'bound') {
+      // The destination exists but has no endpoints.
+      this.#toldKind = 'bound';
+      return { no_endpoints: { exists: true } };
+    }
+    return undefined;
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#sub?.close();
+    this.#sub = undefined;
+    this.#onEnd();
+  }
+}
