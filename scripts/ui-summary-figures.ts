@@ -1,0 +1,51 @@
+// The cost of one dashboard poll (`/admin/summary.json`) with many clients: builds the body and
+// serializes it as the endpoint does, N times, and reports CPU per poll and the body size.
+//   node --import tsx scripts/ui-summary-figures.ts [clients=500] [polls=2000]
+import { buildSummary, LayoutTracker } from '../src/admin/ui/summary.js';
+import { MetricsRegistry } from '../src/service/stats/index.js';
+import { renderMetricsJson } from '../src/telemetry/metrics-json.js';
+
+const clients = Number(process.argv[2] ?? 500);
+const polls = Number(process.argv[3] ?? 2000);
+const registry = new MetricsRegistry();
+const rt = registry.stats.scope('rt', 'http');
+for (let i = 0; i < clients; i++) {
+  const c = rt.scope('client', `#/io.prx.fs/service-${i}`);
+  for (const name of ['requests', 'success', 'failures']) c.counter(name).incr(1000 + i);
+  c.counter('retries', 'requeues').incr(3);
+  c.counter('failure_accrual', 'removals').incr(1);
+  c.gauge(['loadbalancer', 'size'], () => 3);
+  c.gauge(['loadbalancer', 'available'], () => 3);
+  c.gauge(['connections'], () => 2);
+  c.gauge(['pending'], () => 0);
+  const h = c.stat('request_latency_ms');
+  for (let v = 0; v < 200; v++) h.add(v % 50);
+  const s = rt.scope('service', `svc/service-${i}`);
+  s.counter('requests').incr(1000);
+  s.counter('retries', 'total').incr(2);
+  s.counter('retries', 'budget_exhausted').incr(0);
+}
+const server = rt.scope('server', '127.0.0.1/4140');
+for (const name of ['requests', 'success', 'failures']) server.counter(name).incr(5000);
+registry.snapshotHistograms();
+const options = { registry, routers: () => [{ label: 'http', protocol: 'http' }], version: 'x', eventLoopUtilization: () => 0.1 };
+const tracker = new LayoutTracker();
+let layout = 0;
+let bytes = 0;
+for (let i = 0; i < 50; i++) layout = buildSummary(options, tracker, layout).layout; // warm up
+const start = process.cpuUsage();
+for (let i = 0; i < polls; i++) {
+  const body = JSON.stringify(buildSummary(options, tracker, layout));
+  bytes = body.length;
+}
+const used = process.cpuUsage(start);
+const firstBytes = JSON.stringify(buildSummary(options, new LayoutTracker(), 0)).length;
+const perPollMs = (used.user + used.system) / 1000 / polls;
+process.stdout.write(`${clients} clients: ${perPollMs.toFixed(3)} ms CPU per poll (build + JSON), body ${bytes} B (${firstBytes} B with the layout)\n`);
+// For comparison: what Linkerd's dashboard polled, the whole metrics tree.
+const treeStart = process.cpuUsage();
+let treeBytes = 0;
+for (let i = 0; i < polls / 10; i++) treeBytes = renderMetricsJson(registry, { tree: true }).body.length;
+const tree = process.cpuUsage(treeStart);
+process.stdout.write(`  (metrics.json?tree=1: ${((tree.user + tree.system) / 1000 / (polls / 10)).toFixed(3)} ms per poll, ${treeBytes} B)\n`);
+registry.close();
