@@ -10,7 +10,7 @@
  * keeps them and, between layout changes, receives numbers only. Counters are cumulative: the page
  * computes rates from the deltas between two polls, so a missed poll loses nothing.
  */
-import { readGauge, type MetricsNode, type MetricsRegistry } from '../../service/stats/index.js';
+import { readGauge, type HistogramMetric, type HistogramSummary, type MetricsNode, type MetricsRegistry } from '../../service/stats/index.js';
 import { jsonResponse, type AdminEndpoint } from '../handler.js';
 
 /** Columns of a router row. */
@@ -122,6 +122,7 @@ export function buildSummary(options: SummaryOptions, tracker: LayoutTracker, kn
   const clients: string[][] = [];
   const routerValues: Num[][] = [];
   const clientValues: Num[][] = [];
+  const now = Date.now();
   for (const router of routers) {
     const scope = rt?.children.get(router.label);
     const clientScope = scope?.children.get('client');
@@ -136,7 +137,7 @@ export function buildSummary(options: SummaryOptions, tracker: LayoutTracker, kn
         const connections = gauge(client, 'connections');
         retries += requeues ?? 0;
         clientConnections += connections ?? 0;
-        const latency = histogram(client, 'request_latency_ms');
+        const latency = histogram(client, 'request_latency_ms', now);
         rows.push(
           counter(client, 'requests'), counter(client, 'success'), counter(client, 'failures'),
           latency?.p50 ?? null, latency?.p95 ?? null, latency?.p99 ?? null,
@@ -169,7 +170,7 @@ export function buildSummary(options: SummaryOptions, tracker: LayoutTracker, kn
   const memory = process.memoryUsage();
   const elu = options.eventLoopUtilization?.();
   return {
-    time: Date.now(),
+    time: now,
     layout,
     process: {
       version: options.version,
@@ -202,12 +203,22 @@ function gauge(node: MetricsNode, a: string, b?: string): Num {
   return m?.kind === 'gauge' ? (readGauge(m) ?? null) : null;
 }
 
+/** How long a latency summary computed from live buckets is reused. */
+const LIVE_SUMMARY_REUSE_MS = 5000;
+const liveSummaries = new WeakMap<HistogramMetric, { readonly at: number; readonly summary: HistogramSummary | undefined }>();
+
 /**
- * The last completed interval's summary. Before the first snapshot the dashboard shows no
- * percentiles rather than computing them from the live buckets on every poll: that scan (about
- * 1800 buckets per client) would cost more than the rest of the poll together.
+ * The last completed interval's summary, or before the first snapshot (the first minute of a
+ * client) the values recorded so far. Those come from a scan of the live buckets (about 1800 per
+ * histogram), so a scan is reused for a few seconds rather than repeated on every poll.
  */
-function histogram(node: MetricsNode, a: string): { p50: number; p95: number; p99: number } | undefined {
+function histogram(node: MetricsNode, a: string, now: number): HistogramSummary | undefined {
   const m = node.children.get(a)?.metric;
-  return m?.kind === 'histogram' ? m.summary : undefined;
+  if (m?.kind !== 'histogram') return undefined;
+  if (m.summary !== undefined) return m.summary;
+  const cached = liveSummaries.get(m);
+  if (cached !== undefined && now - cached.at < LIVE_SUMMARY_REUSE_MS) return cached.summary;
+  const summary = m.summaryOrSoFar;
+  liveSummaries.set(m, { at: now, summary });
+  return summary;
 }

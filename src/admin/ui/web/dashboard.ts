@@ -50,6 +50,7 @@ interface RouterView {
   readonly clientCount: HTMLElement;
   readonly rows: Map<string, ClientRow>;
   prev: readonly (number | null)[] | undefined;
+  lastSuccessRate: number | null;
 }
 
 const status = statusLine();
@@ -136,18 +137,23 @@ function routerView(label: string, protocol: string): RouterView {
       height: 160,
       legend: { live: false },
       cursor: { show: false },
-      scales: { x: { time: true }, sr: { range: [0, 100] } },
+      // A fixed five-minute window that fills from the right, as live charts read best.
+      scales: { x: { time: true, range: (_u, _min, max) => [max - HISTORY, max] }, sr: { range: [0, 100] } },
       series: [
         {},
         { label: 'requests/s', stroke: '#2f6fde', width: 1.5, fill: 'rgba(47,111,222,0.08)', scale: 'y' },
         { label: 'success %', stroke: '#1f9d55', width: 1.5, scale: 'sr' },
       ],
-      axes: [{}, { scale: 'y', size: 50 }, { scale: 'sr', side: 1, size: 40, grid: { show: false } }],
+      axes: [
+        { space: 90, values: (_u, splits) => splits.map((v) => new Date(v * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })) },
+        { scale: 'y', size: 50 },
+        { scale: 'sr', side: 1, size: 40, grid: { show: false } },
+      ],
     },
     history,
     chartNode,
   );
-  const view: RouterView = { label, details, stats, budgetBar, chart, history, tbody, clientCount, rows: new Map(), prev: undefined };
+  const view: RouterView = { label, details, stats, budgetBar, chart, history, tbody, clientCount, rows: new Map(), prev: undefined, lastSuccessRate: null };
   views.set(label, view);
   return view;
 }
@@ -199,7 +205,8 @@ function apply(s: Summary): void {
     const dFail = prev ? delta(values[R.failures], prev[R.failures]) : 0;
     const dRetries = prev ? delta(values[R.retries], prev[R.retries]) : 0;
     const rps = dt > 0 ? dReq / dt : null;
-    const sr = successRate(dSucc, dFail);
+    const sr = successRate(dSucc, dFail) ?? view.lastSuccessRate;
+    view.lastSuccessRate = sr;
     totals.requests += values[R.requests] ?? 0;
     totals.dRequests += dReq;
     totals.dSuccess += dSucc;
@@ -240,7 +247,8 @@ function apply(s: Summary): void {
       const row = clientRow(view, id);
       const cd = (k: number): number => (before ? delta(cur[k], before[k]) : 0);
       row.rps = dt > 0 && before ? cd(C.requests) / dt : null;
-      row.successRate = before ? successRate(cd(C.success), cd(C.failures)) : null;
+      // An idle interval keeps the last success rate rather than flickering to '–'.
+      row.successRate = (before ? successRate(cd(C.success), cd(C.failures)) : null) ?? row.successRate;
       row.p99 = cur[C.p99] ?? null;
       if (!view.details.open) return;
       const c = row.cells;
@@ -321,6 +329,7 @@ async function poll(): Promise<void> {
   try {
     const s = await fetchJson<Summary>(`/admin/summary.json?layout=${layout}`);
     apply(s);
+    if (performance.getEntriesByName('prx-first-render').length === 0) performance.mark('prx-first-render');
     status.set(`updated ${new Date(s.time).toLocaleTimeString()}`, 'info');
   } catch (e) {
     status.set(`cannot read /admin/summary.json: ${e instanceof Error ? e.message : String(e)}`, 'error');
