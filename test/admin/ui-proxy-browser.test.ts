@@ -67,9 +67,9 @@ test('the dashboard shows routers and clients and updates live, without reloadin
   await page.locator('[data-router="web"] h2', { hasText: 'web' }).waitFor();
   const first = numberIn(await waitUntil(() => requests.textContent(), (v) => /\d/.test(v ?? ''), 'the request count'));
   assert.ok(first >= 5, `requests shown: ${first}`);
-  const timing = (await page.evaluate(
+  const timing = await page.evaluate<{ rendered: number; loaded: number }>(
     "({ rendered: performance.getEntriesByName('prx-first-render')[0]?.startTime, loaded: performance.getEntriesByType('navigation')[0]?.domContentLoadedEventEnd })",
-  )) as { rendered: number; loaded: number };
+  );
   t.diagnostic(`first render with data at ${Math.round(timing.rendered)} ms, DOMContentLoaded at ${Math.round(timing.loaded)} ms (from navigation start)`);
   await page.locator('tr[data-client="#/io.prx.fs/hello"]').waitFor();
 
