@@ -15,6 +15,8 @@ import { startBackend, type Backend } from '../router/harness.js';
 
 let browser: Browser;
 let backend: Backend;
+let flaky: Backend;
+let slow: Backend;
 let disco: string;
 let s: Started;
 let routerPort: number;
@@ -25,6 +27,18 @@ before(async () => {
   disco = withDisco(backend.port);
   // Present from the start but routed only later in a test: its client appears then.
   writeFileSync(join(disco, 'other'), `127.0.0.1 ${backend.port}\n`);
+  // Every third request fails; and one that takes its time.
+  let n = 0;
+  flaky = await startBackend('flaky', (req, res) => {
+    req.resume();
+    res.writeHead(++n % 3 === 0 ? 500 : 200).end('flaky');
+  });
+  slow = await startBackend('slow', (req, res) => {
+    req.resume();
+    setTimeout(() => res.writeHead(200).end('slow'), 15);
+  });
+  writeFileSync(join(disco, 'flaky'), `127.0.0.1 ${flaky.port}\n`);
+  writeFileSync(join(disco, 'slow'), `127.0.0.1 ${slow.port}\n`);
   routerPort = await freePort();
   s = await start({
     admin: { ip: '127.0.0.1', port: await freePort() },
@@ -37,11 +51,13 @@ after(async () => {
   await browser?.close();
   await s?.proxy.shutdown();
   await backend?.close();
+  await flaky?.close();
+  await slow?.close();
   if (disco) rmSync(disco, { recursive: true, force: true });
 });
 
 /** Sends `n` requests through the router for Host `host`. */
-async function traffic(host: string, n: number): Promise<void> {
+async function traffic(host: string, n: number, expected = 200): Promise<void> {
   // node:http, not fetch: fetch does not let a caller set Host.
   for (let i = 0; i < n; i++) {
     const status = await new Promise<number>((resolve, reject) => {
@@ -52,7 +68,7 @@ async function traffic(host: string, n: number): Promise<void> {
       req.on('timeout', () => req.destroy(new Error('request timed out')));
       req.on('error', reject);
     });
-    assert.equal(status, 200, `request for ${host} routed`);
+    if (expected !== 0) assert.equal(status, expected, `request for ${host} routed`);
   }
 }
 
@@ -85,7 +101,7 @@ test('the dashboard shows routers and clients and updates live, without reloadin
   const helloSuccess = page.locator('tr[data-client="#/io.prx.fs/hello"] td:nth-child(3)');
   await waitUntil(() => helloSuccess.textContent(), (v) => (v ?? '').includes('%'), "hello's success rate");
   assert.match((await page.locator('#process [data-stat="version"]').textContent()) ?? '', /\d+\.\d+\.\d+/);
-  await screenshot(page, 'dashboard');
+  await screenshot(page, 'dashboard-first');
 
   // Filter: only matching clients stay.
   await page.fill('input[type=search]', 'other');
@@ -97,6 +113,30 @@ test('the dashboard shows routers and clients and updates live, without reloadin
   assert.equal(await page.locator('details[data-router="web"]').getAttribute('open'), null);
   await page.getByRole('button', { name: 'Expand all' }).click();
   assert.equal(await page.locator('details[data-router="web"]').getAttribute('open'), '');
+  expectClean(w);
+  await page.close();
+});
+
+test('failures show: a failing client has a low success rate, sorts first by success, and lowers its router', async () => {
+  const w = await openPage(browser);
+  const { page } = w;
+  await page.goto(`${s.admin}/`);
+  await page.locator('[data-router="web"] h2').waitFor();
+  // About six seconds of steady traffic to four clients (bounded: 60 rounds).
+  for (let round = 0; round < 60; round++) {
+    await Promise.all([traffic('hello', 2), traffic('other', 1), traffic('slow', 1), traffic('flaky', 3, 0)]);
+    await new Promise((r) => setTimeout(r, 60));
+  }
+  const flakySuccess = page.locator('tr[data-client="#/io.prx.fs/flaky"] td:nth-child(3)');
+  const shown = await waitUntil(() => flakySuccess.textContent(), (v) => /%/.test(v ?? ''), "flaky's success rate");
+  assert.ok(Number.parseFloat(shown ?? '') < 90, `flaky's success rate ${shown}`);
+  assert.match((await flakySuccess.getAttribute('class')) ?? '', /bad/);
+  const routerSuccess = Number.parseFloat((await page.locator('[data-router="web"] [data-stat="success"]').textContent()) ?? '');
+  assert.ok(routerSuccess < 100, `router success ${routerSuccess}`);
+  await page.selectOption('select[aria-label="Sort clients"]', 'success');
+  await waitUntil(() => page.locator('[data-router="web"] table.clients tbody tr').first().getAttribute('data-client'), (id) => id === '#/io.prx.fs/flaky', 'flaky sorted first');
+  await page.selectOption('select[aria-label="Sort clients"]', 'name');
+  await screenshot(page, 'dashboard', true);
   expectClean(w);
   await page.close();
 });
@@ -136,7 +176,7 @@ test('the dtab playground shows the delegation step by step, and its URL reprodu
   await page.locator('.node.leaf', { hasText: '/$/inet/127.0.0.1/1' }).waitFor();
   await page.locator('.node.leaf', { hasText: `127.0.0.1:${backend.port}` }).waitFor();
   assert.match((await tree.textContent()) ?? '', /dentries matching, in the order tried: #2 \/svc\/api => .* #1 \/svc => \/#\/io\.prx\.fs/);
-  await screenshot(page, 'delegator');
+  await screenshot(page, 'delegator', true);
 
   // The state is in the URL: a fresh page opened on it shows the same tree.
   const shared = page.url();

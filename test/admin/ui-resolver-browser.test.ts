@@ -78,7 +78,7 @@ test('lists namespaces, checks a dtab as it is typed, and saves with compare-and
   await page.fill('#path', '/svc/people');
   await page.click('#go');
   await page.locator('.node.leaf', { hasText: '127.0.0.1:8080' }).waitFor();
-  await screenshot(page, 'resolver');
+  await screenshot(page, 'resolver', true);
   expectClean(w);
   await page.close();
 });

@@ -6,7 +6,7 @@
 //
 // Every page a test opens records console errors, failed requests and uncaught exceptions, which
 // `expectClean` asserts are absent; `screenshot` writes a PNG under test-output/ui/ for a person
-// to look at, and with PRX_DOCS_SCREENSHOTS=1 also to docs/ (the README's pictures).
+// to look at, and with PRX_DOCS_SCREENSHOTS=1 the README's pictures also to docs/ui-<name>.png.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -61,14 +61,17 @@ export function expectClean(w: WatchedPage, allowed: readonly RegExp[] = []): vo
   assert.deepEqual(left, [], 'no console errors, failed requests or exceptions');
 }
 
-/** Writes `test-output/ui/<name>.png`, and `docs/<name>.png` when PRX_DOCS_SCREENSHOTS=1. */
-export async function screenshot(page: Page, name: string): Promise<string> {
+/**
+ * Writes `test-output/ui/<name>.png`; pictures the README shows (`forDocs`) also go to
+ * `docs/ui-<name>.png` when PRX_DOCS_SCREENSHOTS=1.
+ */
+export async function screenshot(page: Page, name: string, forDocs = false): Promise<string> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const file = join(SCREENSHOT_DIR, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
-  if (process.env['PRX_DOCS_SCREENSHOTS'] === '1') {
+  if (forDocs && process.env['PRX_DOCS_SCREENSHOTS'] === '1') {
     mkdirSync(DOCS_DIR, { recursive: true });
-    await page.screenshot({ path: join(DOCS_DIR, `${name}.png`), fullPage: true });
+    await page.screenshot({ path: join(DOCS_DIR, `ui-${name}.png`), fullPage: true });
   }
   return file;
 }

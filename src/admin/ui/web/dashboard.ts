@@ -137,8 +137,11 @@ function routerView(label: string, protocol: string): RouterView {
       height: 160,
       legend: { live: false },
       cursor: { show: false },
-      // A fixed five-minute window that fills from the right, as live charts read best.
-      scales: { x: { time: true, range: (_u, _min, max) => [max - HISTORY, max] }, sr: { range: [0, 100] } },
+      // The window grows with the history up to five minutes, then slides.
+      scales: { x: { time: true, range: (_u, min, max) => [Math.min(Math.max(min, max - HISTORY), max - 10), max] },
+        y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
+        sr: { range: [0, 100] },
+      },
       series: [
         {},
         { label: 'requests/s', stroke: '#2f6fde', width: 1.5, fill: 'rgba(47,111,222,0.08)', scale: 'y' },
