@@ -1,7 +1,12 @@
 // The cost of one dashboard poll (`/admin/summary.json`) with many clients: builds the body and
 // serializes it as the endpoint does, N times, and reports CPU per poll and the body size.
 //   node --import tsx scripts/ui-summary-figures.ts [clients=500] [polls=2000]
+import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
+import { Admin } from '../src/admin/index.js';
+import { registerProxyUi } from '../src/admin/ui/index.js';
 import { buildSummary, LayoutTracker } from '../src/admin/ui/summary.js';
+import { LogRegistry } from '../src/core/log.js';
 import { MetricsRegistry } from '../src/service/stats/index.js';
 import { renderMetricsJson } from '../src/telemetry/metrics-json.js';
 
@@ -62,4 +67,21 @@ let treeBytes = 0;
 for (let i = 0; i < polls / 10; i++) treeBytes = renderMetricsJson(registry, { tree: true }).body.length;
 const tree = process.cpuUsage(treeStart);
 process.stdout.write(`  (metrics.json?tree=1: ${((tree.user + tree.system) / 1000 / (polls / 10)).toFixed(3)} ms per poll, ${treeBytes} B)\n`);
+
+// End to end: the admin server answering /admin/summary.json to another process, which polls
+// `polls / 4` times back to back; this process's CPU over that run, per poll.
+const logs = new LogRegistry({ destination: new Writable({ write: (_c, _e, done) => done() }) });
+const admin = new Admin({ ip: '127.0.0.1', port: 0, logs, logger: logs.get('prx.admin') });
+registerProxyUi(admin, { registry, routers: () => [{ label: 'http', protocol: 'http', dtab: '', dstPrefix: '/svc' }], version: 'x' });
+const { port } = await admin.listen();
+const n = Math.round(polls / 4);
+const poller = `let l=0;for(let i=0;i<${n};i++){const r=await fetch('http://127.0.0.1:${port}/admin/summary.json?layout='+l);l=(await r.json()).layout;}`;
+const httpStart = process.cpuUsage();
+await new Promise<void>((resolve, reject) => {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', poller], { stdio: 'inherit' });
+  child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`poller exited ${code}`))));
+});
+const http = process.cpuUsage(httpStart);
+process.stdout.write(`  over HTTP: ${((http.user + http.system) / 1000 / n).toFixed(3)} ms of admin-process CPU per poll (${n} polls)\n`);
+await admin.close();
 registry.close();
