@@ -7,11 +7,9 @@
  * (and gzipped once) on the first UI request, not at start-up: a proxy nobody looks at pays
  * nothing for its UI.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
 import { AdminHttpError, NotFoundError } from '../errors.js';
 import type { AdminEndpoint, AdminRequest, AdminResponse } from '../handler.js';
 
@@ -106,12 +104,17 @@ export class UiAssets {
       const type = TYPES[extname(name)];
       if (type === undefined) continue;
       const raw = readFileSync(join(this.dir, name));
-      const etag = `"${createHash('sha256').update(raw).digest('base64url').slice(0, 22)}"`;
-      files.set(name, { type, raw, gzipped: gzipSync(raw, { level: 9 }), etag });
+      const etag = `"${process.getBuiltinModule('node:crypto').createHash('sha256').update(raw).digest('base64url').slice(0, 22)}"`;
+      files.set(name, { type, raw, gzipped: gzip(raw), etag });
     }
     this.#loaded = { manifest, files };
     return this.#loaded;
   }
+}
+
+/** Gzips (level 9); node:zlib is loaded on the first UI request, not at start-up. */
+export function gzip(raw: Uint8Array): Buffer {
+  return process.getBuiltinModule('node:zlib').gzipSync(raw, { level: 9 });
 }
 
 /** Whether the request's `Accept-Encoding` lists gzip (with a non-zero q). */

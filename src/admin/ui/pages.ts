@@ -3,9 +3,8 @@
  * server-side facts the page starts from as a JSON data island), rendered per request. All
  * behaviour is in the bundles; the shell carries no inline script, so the strict CSP holds.
  */
-import { gzipSync } from 'node:zlib';
 import type { AdminEndpoint, AdminRequest, AdminResponse } from '../handler.js';
-import { encoded, UI_CSP, UI_SECURITY_HEADERS, type UiAssets } from './assets.js';
+import { encoded, gzip, UI_CSP, UI_SECURITY_HEADERS, type UiAssets } from './assets.js';
 
 /** One page of the UI. */
 export interface UiPage {
@@ -65,7 +64,7 @@ export function pageEndpoints(assets: UiAssets, shell: UiShell): AdminEndpoint[]
     description: page.description,
     handler: (req: AdminRequest): AdminResponse => {
       const html = Buffer.from(renderPage(assets, shell, page), 'utf8');
-      const { body, headers } = encoded(req, html, () => gzipSync(html));
+      const { body, headers } = encoded(req, html, () => gzip(html));
       return {
         contentType: 'text/html; charset=utf-8',
         body,
