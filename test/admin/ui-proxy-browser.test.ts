@@ -103,6 +103,12 @@ test('the dashboard shows routers and clients and updates live, without reloadin
   assert.match((await page.locator('#process [data-stat="version"]').textContent()) ?? '', /\d+\.\d+\.\d+/);
   await screenshot(page, 'dashboard-first');
 
+  // A client's own chart opens under its row, with the history kept since the page loaded.
+  await page.locator('tr[data-client="#/io.prx.fs/hello"]').click();
+  await page.locator('tr[data-detail-of="#/io.prx.fs/hello"] canvas').waitFor();
+  await page.locator('tr[data-client="#/io.prx.fs/hello"]').click();
+  assert.equal(await page.locator('tr[data-detail-of="#/io.prx.fs/hello"]').count(), 0);
+
   // Filter: only matching clients stay.
   await page.fill('input[type=search]', 'other');
   await waitUntil(() => page.locator('[data-router="web"] table.clients tbody tr').count(), (n) => n === 1, 'one client row');
@@ -136,6 +142,8 @@ test('failures show: a failing client has a low success rate, sorts first by suc
   await page.selectOption('select[aria-label="Sort clients"]', 'success');
   await waitUntil(() => page.locator('[data-router="web"] table.clients tbody tr').first().getAttribute('data-client'), (id) => id === '#/io.prx.fs/flaky', 'flaky sorted first');
   await page.selectOption('select[aria-label="Sort clients"]', 'name');
+  await page.locator('tr[data-client="#/io.prx.fs/flaky"]').click();
+  await page.locator('tr[data-detail-of="#/io.prx.fs/flaky"] canvas').waitFor();
   await screenshot(page, 'dashboard', true);
   expectClean(w);
   await page.close();

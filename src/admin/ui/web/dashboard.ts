@@ -3,8 +3,8 @@
  * counters into rates from the difference between two polls. Routers are collapsible panels with a
  * live uPlot chart; clients are table rows, filtered, sorted and capped so 500 clients stay fast.
  */
-import uPlot from 'uplot';
-import 'uplot/dist/uPlot.min.css';
+import type uPlot from 'uplot';
+import { pushPoint, rateChart, type RateHistory } from './charts.js';
 import { count, duration, el, bytes, fetchJson, main, ms, pageData, percent, rate, statusLine } from './common.js';
 
 interface Summary {
@@ -22,6 +22,7 @@ interface Summary {
 const POLL_MS = 1000;
 const HISTORY = 300; // five minutes of one-second points
 const MAX_ROWS = 100;
+const CLIENT_HISTORY = 120; // two minutes per client
 /** Linkerd's default retry budget: 20% of requests may be retried. */
 const RETRY_BUDGET = 0.2;
 
@@ -37,6 +38,10 @@ interface ClientRow {
   rps: number | null;
   successRate: number | null;
   p99: number | null;
+  /** The last two minutes, kept for every client so a chart opened later has a past. */
+  readonly history: RateHistory;
+  /** The chart row under this row, while the operator has it open (click the row). */
+  detail: { readonly tr: HTMLTableRowElement; readonly chart: uPlot } | undefined;
 }
 
 interface RouterView {
@@ -45,7 +50,7 @@ interface RouterView {
   readonly stats: Record<string, HTMLElement>;
   readonly budgetBar: HTMLElement;
   readonly chart: uPlot;
-  readonly history: [number[], (number | null)[], (number | null)[]];
+  readonly history: RateHistory;
   readonly tbody: HTMLTableSectionElement;
   readonly clientCount: HTMLElement;
   readonly rows: Map<string, ClientRow>;
@@ -131,31 +136,7 @@ function routerView(label: string, protocol: string): RouterView {
   );
   routersNode.append(details);
   const history: RouterView['history'] = [[], [], []];
-  const chart = new uPlot(
-    {
-      width: Math.max(300, routersNode.clientWidth - 40),
-      height: 160,
-      legend: { live: false },
-      cursor: { show: false },
-      // The window grows with the history up to five minutes, then slides.
-      scales: { x: { time: true, range: (_u, min, max) => [Math.min(Math.max(min, max - HISTORY), max - 10), max] },
-        y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
-        sr: { range: [0, 100] },
-      },
-      series: [
-        {},
-        { label: 'requests/s', stroke: '#2f6fde', width: 1.5, fill: 'rgba(47,111,222,0.08)', scale: 'y' },
-        { label: 'success %', stroke: '#1f9d55', width: 1.5, scale: 'sr' },
-      ],
-      axes: [
-        { space: 90, values: (_u, splits) => splits.map((v) => new Date(v * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })) },
-        { scale: 'y', size: 50 },
-        { scale: 'sr', side: 1, size: 40, grid: { show: false } },
-      ],
-    },
-    history,
-    chartNode,
-  );
+  const chart = rateChart(chartNode, history, chartWidth(), 160, HISTORY);
   const view: RouterView = { label, details, stats, budgetBar, chart, history, tbody, clientCount, rows: new Map(), prev: undefined, lastSuccessRate: null };
   views.set(label, view);
   return view;
@@ -177,14 +158,35 @@ function successRate(dSuccess: number, dFailures: number): number | null {
 const delta = (a: number | null | undefined, b: number | null | undefined): number => Math.max(0, (a ?? 0) - (b ?? 0));
 
 function clientRow(view: RouterView, id: string): ClientRow {
-  let row = view.rows.get(id);
-  if (row) return row;
+  const existing = view.rows.get(id);
+  if (existing) return existing;
   const cells = Array.from({ length: 8 }, () => el('td', { class: 'num' }));
-  const tr = el('tr', { 'data-client': id }, el('td', { class: 'id' }, `/${id}`), ...cells);
-  row = { id, tr, cells, rps: null, successRate: null, p99: null };
-  view.rows.set(id, row);
-  return row;
+  const tr = el('tr', { 'data-client': id, class: 'client', title: 'Click for a chart of this client' }, el('td', { class: 'id' }, `/${id}`), ...cells);
+  const created: ClientRow = { id, tr, cells, rps: null, successRate: null, p99: null, history: [[], [], []], detail: undefined };
+  tr.addEventListener('click', () => toggleDetail(created));
+  view.rows.set(id, created);
+  return created;
 }
+
+function toggleDetail(row: ClientRow): void {
+  if (row.detail) {
+    row.detail.chart.destroy();
+    row.detail.tr.remove();
+    row.detail = undefined;
+    return;
+  }
+  const holder = el('div', { class: 'chart' });
+  const tr = el('tr', { class: 'detail', 'data-detail-of': row.id }, el('td', { colspan: 9 }, holder));
+  row.tr.after(tr);
+  row.detail = { tr, chart: rateChart(holder, row.history, chartWidth() - 40, 120, CLIENT_HISTORY) };
+}
+
+function dropRow(row: ClientRow): void {
+  row.detail?.chart.destroy();
+  row.detail?.tr.remove();
+}
+
+const chartWidth = (): number => Math.max(300, routersNode.clientWidth - 40);
 
 function apply(s: Summary): void {
   if (s.routers && s.clients) {
@@ -228,15 +230,7 @@ function apply(s: Summary): void {
     view.budgetBar.parentElement?.setAttribute('class', `bar${budgetUse > 0.75 ? ' bad' : budgetUse > 0.5 ? ' warn' : ''}`);
     set(view.stats, 'budget', `${(budgetUse * 100).toFixed(0)}% of ${RETRY_BUDGET * 100}%`);
     if (dt > 0) {
-      const [xs, ys, srs] = view.history;
-      xs.push(s.time / 1000);
-      ys.push(rps);
-      srs.push(sr === null ? null : sr * 100);
-      if (xs.length > HISTORY) {
-        xs.shift();
-        ys.shift();
-        srs.shift();
-      }
+      pushPoint(view.history, s.time / 1000, rps, sr === null ? null : sr * 100, HISTORY);
       if (view.details.open) view.chart.setData(view.history);
     }
     // clients
@@ -253,7 +247,9 @@ function apply(s: Summary): void {
       // An idle interval keeps the last success rate rather than flickering to '–'.
       row.successRate = (before ? successRate(cd(C.success), cd(C.failures)) : null) ?? row.successRate;
       row.p99 = cur[C.p99] ?? null;
+      if (row.rps !== null) pushPoint(row.history, s.time / 1000, row.rps, row.successRate === null ? null : row.successRate * 100, CLIENT_HISTORY);
       if (!view.details.open) return;
+      if (row.detail) row.detail.chart.setData(row.history);
       const c = row.cells;
       text(c[0], rate(row.rps));
       text(c[1], percent(row.successRate));
@@ -265,7 +261,12 @@ function apply(s: Summary): void {
       text(c[6], count(cur[C.removals]));
       text(c[7], count(cur[C.connections]));
     });
-    for (const id of [...view.rows.keys()]) if (!ids.includes(id)) view.rows.delete(id);
+    const present = new Set(ids);
+    for (const [id, row] of view.rows) {
+      if (present.has(id)) continue;
+      dropRow(row);
+      view.rows.delete(id);
+    }
   });
   prevClients = nextClients;
   prevTime = s.time;
@@ -302,7 +303,7 @@ function renderAllTables(): void {
       }
     });
     const shown = rows.slice(0, MAX_ROWS);
-    view.tbody.replaceChildren(...shown.map((r) => r.tr));
+    view.tbody.replaceChildren(...shown.flatMap((r) => (r.detail ? [r.tr, r.detail.tr] : [r.tr])));
     view.clientCount.textContent =
       matching < total || shown.length < matching
         ? `(${shown.length} shown of ${matching} matching, ${total} in all${shown.length < matching ? '; refine the filter to see the rest' : ''})`
@@ -342,7 +343,7 @@ async function poll(): Promise<void> {
 }
 
 window.addEventListener('resize', () => {
-  for (const v of views.values()) v.chart.setSize({ width: Math.max(300, routersNode.clientWidth - 40), height: 160 });
+  for (const v of views.values()) v.chart.setSize({ width: chartWidth(), height: 160 });
 });
 
 build();
