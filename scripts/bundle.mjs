@@ -9,8 +9,8 @@
 //
 //   node scripts/bundle.mjs        # after `tsc -p tsconfig.build.json` (npm run build runs both)
 import { build } from 'esbuild';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -53,3 +53,38 @@ await build({
   chunkNames: 'chunks/[name]-[hash]',
   logLevel: 'warning',
 });
+
+// The admin UI: one browser bundle per page (uPlot and the shared helpers split into chunks),
+// every file named by its content hash so the admin can serve it as immutable, plus
+// dist/ui/manifest.json naming each page's script and style sheets (read by src/admin/ui/assets.ts).
+const UI_SRC = join(REPO, 'src', 'admin', 'ui', 'web');
+const UI_OUT = join(DIST, 'ui');
+const UI_PAGES = ['dashboard', 'delegator', 'logging', 'help', 'resolver'];
+rmSync(UI_OUT, { recursive: true, force: true });
+const ui = await build({
+  entryPoints: Object.fromEntries(UI_PAGES.map((page) => [page, join(UI_SRC, `${page}.ts`)])),
+  outdir: UI_OUT,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'browser',
+  target: ['chrome110', 'firefox110', 'safari16'],
+  minify: true,
+  entryNames: '[name]-[hash]',
+  chunkNames: 'chunk-[hash]',
+  assetNames: '[name]-[hash]',
+  metafile: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+const pages = {};
+for (const [file, output] of Object.entries(ui.metafile.outputs)) {
+  const page = UI_PAGES.find((p) => output.entryPoint === relativeTo(join(UI_SRC, `${p}.ts`)));
+  if (page === undefined || !file.endsWith('.js')) continue;
+  pages[page] = { js: basename(file), css: output.cssBundle ? [basename(output.cssBundle)] : [] };
+}
+writeFileSync(join(UI_OUT, 'manifest.json'), `${JSON.stringify({ pages }, null, 2)}\n`);
+
+function relativeTo(file) {
+  return relative(process.cwd(), file).split(sep).join('/');
+}

@@ -37,10 +37,14 @@ const UI_PATHS = [
   '/delegator.json',
   '/logging',
   '/help',
+  // The UI's own data: the dashboard's summary and the resolver's dtab list and checks.
+  '/admin/summary.json',
+  '/dtab/namespaces.json',
+  '/dtab/check.json',
 ].map(anchored);
 
 // `/admin/tracing` switches tracing on and off (`?enable=true`), so it is control too.
-const CONTROL_PATHS = ['/admin/shutdown', '/logging.json', '/admin/tracing'].map(anchored);
+const CONTROL_PATHS = ['/admin/shutdown', '/logging.json', '/admin/tracing', '/dtab/save.json'].map(anchored);
 
 /** The category a request path belongs to. */
 export function categoryOf(path: string): AdminCategory {

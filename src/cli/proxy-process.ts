@@ -10,9 +10,11 @@ import { IdentifierServer } from '../admin/identifier-server.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
 import { delegatorEndpoint, emptyBaseDtab, type DelegationNamespace } from '../admin/naming/delegator.js';
 import { dtabLinters } from '../admin/naming/dtab-lint.js';
+import { registerProxyUi } from '../admin/ui/index.js';
 import { lookupKind, type Family, type ProxyConfig } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, type LogRegistry, type Logger } from '../core/log.js';
+import { prxVersion } from '../core/version.js';
 import { closeInterpreter, interpreterState, TransformedInterpreter, underlyingInterpreter } from '../interpreter/index.js';
 import {
   announceServer,
@@ -274,6 +276,8 @@ export class ProxyProcess {
     this.routers.forEach((r, i) => this.#addInterpreterState(r, this.config.routers[i]?.interpreter.kind ?? 'default'));
     const enumerating = this.#parts.namers.flatMap((n) => (isEnumerating(n.running) ? [n.running] : []));
     admin.add(boundNamesEndpoint(() => enumerating));
+    const uiRouters = this.routers.map((r) => ({ label: r.label, protocol: r.protocol, dtab: r.baseDtab.show, dstPrefix: r.dstPrefix.show }));
+    registerProxyUi(admin, { registry: this.registry, version: prxVersion(), routers: () => uiRouters });
     for (const linter of dtabLinters(() => ({
       routers: this.routers.map((r) => ({
         label: r.label,

@@ -2,12 +2,14 @@ import '../resolver/builtins.js';
 import { createAdmin, registerMetricsEndpoints, type Admin, type AdminEndpoint } from '../admin/index.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
 import { type DelegationNamespace, delegatorEndpoint } from '../admin/naming/delegator.js';
+import { registerResolverUi } from '../admin/ui/index.js';
 import { ConfigError, ConfigReadError } from '../config/errors.js';
 import { loadResolverConfig, resolverConfigJson, type ResolverConfig } from '../config/resolver-config.js';
 import { errorMessage } from '../core/errors.js';
 import { defaultLogRegistry } from '../core/log.js';
 import { prxVersion } from '../core/version.js';
 import { ResolverProcess, type ResolverParts } from '../resolver/process.js';
+import { storedDtabs } from './resolver-ui.js';
 
 const USAGE = `usage: prx-resolver <config.yaml|config.json|->
        prx-resolver --check <config>   validate the config and print it with defaults
@@ -107,6 +109,7 @@ export function resolverAdmin(parts: ResolverParts): Admin {
   registerMetricsEndpoints(admin, parts.registry);
   admin.add({ ...delegatorEndpoint('/dtab/delegator.json', () => delegationNamespaces(parts)), category: 'ui' });
   admin.add(boundNamesEndpoint(() => parts.enumerating));
+  registerResolverUi(admin, { store: storedDtabs(parts) });
   const storage = parts.config.storage;
   if (storage.kind === 'io.prx.kvstore' && typeof storage['pathPrefix'] === 'string') {
     admin.add(storageEndpoint(`/storage${storage['pathPrefix']}.json`, parts));

@@ -5,8 +5,11 @@ import { PrxError } from '../core/errors.js';
  * (`'/' expected but 'i' found at '[i]nvalid-param'`): operators and Linkerd-era tooling match on it.
  */
 export class NamingParseError extends PrxError {
-  constructor(message: string, code = 'PRX_ERR_DTAB_PARSE') {
+  /** Where in the parsed text the error is (UTF-16 index), when the parser knows: editors mark it. */
+  readonly offset: number | undefined;
+  constructor(message: string, code = 'PRX_ERR_DTAB_PARSE', offset?: number) {
     super(code, message);
+    this.offset = offset;
   }
 }
 

@@ -71,7 +71,7 @@ class Reader {
     if (!this.#located || !s.includes('\n')) {
       const foundText = found === EOI ? 'end of input' : `'${found}'`;
       const display = this.#atEnd ? `${s.slice(0, i)}[]` : `${s.slice(0, i)}[${s[i]}]${s.slice(i + 1)}`;
-      throw new NamingParseError(`${expected} expected but ${foundText} found at '${display}'`);
+      throw new NamingParseError(`${expected} expected but ${foundText} found at '${display}'`, undefined, i);
     }
     const foundText = found === EOI ? 'end of input' : found === '\n' ? 'end of line' : `'${found}'`;
     const lineStart = i === 0 ? 0 : s.lastIndexOf('\n', i - 1) + 1;
@@ -81,7 +81,7 @@ class Reader {
     for (let k = s.indexOf('\n'); k >= 0 && k < lineStart; k = s.indexOf('\n', k + 1)) line++;
     const at = i >= lineEnd ? '[]' : `[${s[i]}]${s.slice(i + 1, lineEnd)}`;
     const display = `${s.slice(lineStart, i)}${at}`.replace(/\r$/, '');
-    throw new NamingParseError(`${expected} expected but ${foundText} found at line ${line}, column ${i - lineStart + 1}: '${display}'`);
+    throw new NamingParseError(`${expected} expected but ${foundText} found at line ${line}, column ${i - lineStart + 1}: '${display}'`, undefined, i);
   }
 
   #isLabelChar(c: string): boolean {

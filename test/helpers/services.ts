@@ -4,7 +4,8 @@
 // test runner gives each file its own process) and stop it when the process exits; when
 // PRX_TEST_ETCD (http://127.0.0.1:PORT) or PRX_TEST_ZK (127.0.0.1:PORT) is set, that server is
 // used instead. `startEtcd()` / `startZooKeeper()` give a test a server of its own to stop and
-// restart (fault tests). Missing packages (and python3-thriftpy, for the thrift router tests) are
+// restart (fault tests). Missing packages (and python3-thriftpy, for the thrift router tests, and
+// chromium, for the admin UI's browser tests) are
 // installed with scripts/services/install.sh when
 // PRX_TEST_INSTALL=1, or when CI is set and PRX_TEST_INSTALL is not 0; otherwise the first call
 // throws with the command to run. Nothing is ever skipped.
@@ -67,6 +68,7 @@ function missingPackages(): string[] {
   if (!has('java')) missing.push('java');
   if (!has('curl')) missing.push('curl');
   if (spawnSync('/usr/bin/python3', ['-c', 'import thriftpy'], { stdio: 'ignore' }).status !== 0) missing.push('python3-thriftpy');
+  if (!existsSync('/usr/bin/chromium')) missing.push('chromium');
   return missing;
 }
 
