@@ -31,7 +31,7 @@ const restrict = (files, patterns) => ({ files, rules: { 'no-restricted-imports'
 // The protocols: each has its codecs in protocol/<p> and its router adapter in router/<p>. Routers
 // share only router/core; protocols share nothing, except that h2 may use HTTP's semantics.
 const protocols = ['http', 'h2', 'thrift', 'thriftmux', 'mux'];
-const mayUse = { h2: ['http'] };
+const mayUse = { h2: ['http'], thriftmux: ['mux', 'thrift'] };
 const banRouter = (from, p) => ({ group: [`**/router/${p}/**`, `../${p}/**`, `../../${p}/**`], message: `${from} must not import router/${p} (routers share only router/core)` });
 const banProtocol = (from, p) => ({ group: [`**/protocol/${p}/**`, `../${p}/**`, `../../${p}/**`], message: `${from} must not import protocol/${p}` });
 

@@ -9,6 +9,7 @@ import '../router/http/index.js';
 import '../router/h2/index.js';
 import '../router/thrift/index.js';
 import '../router/mux/index.js';
+import '../router/thrift/thriftmux.js';
 
 // Namers.
 import '../namer/fs.js';

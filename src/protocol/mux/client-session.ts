@@ -34,7 +34,16 @@ export interface MuxClientOptions extends MuxConnectionOptions {
   readonly pingIntervalMs: number;
   /** How long a Tping may go unanswered before the session is considered lost. */
   readonly pingTimeoutMs: number;
+  /**
+   * How long the connection and handshake (tinit check, Tinit/Rinit) may take before the session
+   * fails as a connection that could not be made (its requests are sent elsewhere); 0: no limit.
+   * Default {@link DEFAULT_HANDSHAKE_TIMEOUT_MS}.
+   */
+  readonly handshakeTimeoutMs?: number | undefined;
 }
+
+/** The handshake's default time limit. */
+export const DEFAULT_HANDSHAKE_TIMEOUT_MS = 5000;
 
 /** Told when a session stops taking requests (drained, closed) and when its socket closes. */
 export interface MuxClientSessionOwner {
@@ -62,6 +71,7 @@ export class MuxClientSession extends MuxConnection {
   #leaseUntil = Infinity;
   #pingSentAt = 0;
   #pingTimer: NodeJS.Timeout | undefined;
+  #handshakeTimer: NodeJS.Timeout | undefined;
   #closeWaiters: (() => void)[] = [];
 
   constructor(socket: Socket, opts: MuxClientOptions, owner: MuxClientSessionOwner) {
@@ -71,7 +81,16 @@ export class MuxClientSession extends MuxConnection {
     this.start();
     // Finagle's probe: a Tinit-aware server echoes it; an old one answers anything else.
     this.writeFrame(MuxType.BadRerr, CONTROL_TAG, TINIT_CHECK_BYTES);
+    const limit = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    if (limit > 0) {
+      this.#handshakeTimer = setTimeout(this.#handshakeTimedOut, limit, limit);
+      this.#handshakeTimer.unref();
+    }
   }
+
+  readonly #handshakeTimedOut = (limit: number): void => {
+    if (this.#state === 'check' || this.#state === 'init') this.#failHandshake(`mux server did not finish the handshake within ${limit} ms`);
+  };
 
   /** Whether new requests may be sent on this session. */
   get usable(): boolean {
@@ -185,6 +204,7 @@ export class MuxClientSession extends MuxConnection {
 
   #open(): void {
     this.#state = 'open';
+    clearTimeout(this.#handshakeTimer);
     const queued = this.#queued;
     this.#queued = [];
     for (const q of queued) this.#write(q.handler, q.req);
@@ -285,6 +305,7 @@ export class MuxClientSession extends MuxConnection {
   protected onClosed(err: Error | undefined): void {
     this.#state = 'closed';
     clearInterval(this.#pingTimer);
+    clearTimeout(this.#handshakeTimer);
     this.#failQueued(new MuxSessionClosedError());
     const lost = new MuxSessionLostError(err === undefined ? 'mux connection closed with requests in flight' : `mux connection lost: ${err.message}`, err === undefined ? undefined : { cause: err });
     const tags = [...this.#tags.values()];

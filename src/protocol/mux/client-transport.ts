@@ -35,6 +35,8 @@ export interface MuxEndpointOptions {
   readonly maxFrameBytes: number | undefined;
   readonly pingIntervalMs: number;
   readonly pingTimeoutMs: number;
+  /** The session handshake's time limit (connection included); 0: none. */
+  readonly handshakeTimeoutMs: number;
   /** clientSession.idleTimeMs / lifeTimeMs: the session closes itself after these. */
   readonly idleTimeMs: number | undefined;
   readonly lifeTimeMs: number | undefined;
@@ -192,7 +194,7 @@ export class MuxTransport implements MuxClientSessionOwner {
     }
     const session = new MuxClientSession(
       socket,
-      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, log: o.log },
+      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, handshakeTimeoutMs: o.handshakeTimeoutMs, log: o.log },
       this,
     );
     this.#session = session;

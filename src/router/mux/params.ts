@@ -1,6 +1,7 @@
 import type { ClientPolicyConfig, ServicePolicyConfig } from '../../config/index.js';
 import type { MuxClassification, MuxEndpointOptions } from '../../protocol/mux/client-transport.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../protocol/mux/frame.js';
+import { DEFAULT_HANDSHAKE_TIMEOUT_MS } from '../../protocol/mux/client-session.js';
 import type { Logger } from 'pino';
 import type { ServiceParams } from '../core/path-service.js';
 import { clientParamsOf, RouterPolicies } from '../core/params.js';
@@ -15,6 +16,7 @@ interface MuxClientKeys {
   readonly maxFrameBytes?: number;
   readonly pingIntervalMs?: number;
   readonly pingTimeoutMs?: number;
+  readonly handshakeTimeoutMs?: number;
 }
 
 /**
@@ -41,6 +43,7 @@ export class MuxParams implements RouterParams<MuxEndpointOptions, MuxClassifica
       maxFrameBytes: k.maxFrameBytes,
       pingIntervalMs: k.pingIntervalMs ?? PING_INTERVAL_MS,
       pingTimeoutMs: k.pingTimeoutMs ?? PING_TIMEOUT_MS,
+      handshakeTimeoutMs: k.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS,
       idleTimeMs: p.clientSession.idleTimeMs,
       lifeTimeMs: p.clientSession.lifeTimeMs,
       maxWaiters: p.hostConnectionPool.maxWaiters,

@@ -29,6 +29,8 @@ export const muxRouterSchema = z.strictObject({
     pingIntervalMs: durationMs.optional(),
     /** How long a Tping may go unanswered before the session is dropped; default 4 s. */
     pingTimeoutMs: durationMs.optional(),
+    /** How long connecting and the session handshake may take before the endpoint counts as unreachable; default 5 s (0: no limit). */
+    handshakeTimeoutMs: durationMs.optional(),
   }),
   // No mux response classifiers exist: an Rdispatch error is a failure, never retried.
   service: servicePolicy({ responseClassifier: z.undefined({ error: 'mux routers take no responseClassifier (an Rdispatch error is a failure, never retried)' }).optional() }),

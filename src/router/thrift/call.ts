@@ -126,7 +126,7 @@ function delegationsDtab(d: readonly (readonly [string, string])[] | undefined):
  * travels to the next hop), the caller's trace as the parent of a new span, its client id and
  * broadcast contexts as they came.
  */
-function outgoingHeader(incoming: RequestHeader | undefined, dest: string | undefined, localDtab: Dtab): RequestHeader {
+export function outgoingHeader(incoming: RequestHeader | undefined, dest: string | undefined, localDtab: Dtab): RequestHeader {
   const out: RequestHeader = { spanId: randomSpanId() };
   if (incoming?.traceId !== undefined) {
     out.traceId = incoming.traceId;

@@ -7,6 +7,7 @@ import type { IdentifiableRequest, RouterContext } from '../core/types.js';
 import { ThriftParams } from './params.js';
 import type { ThriftRouterConfig } from './schema.js';
 import { ThriftServerHandler } from './server.js';
+import { ThriftMuxServer } from './thriftmux-server.js';
 import type { ThriftRouterHost } from './types.js';
 
 /**
@@ -19,15 +20,17 @@ export class ThriftRouter extends RouterBase<ThriftRequest, ThriftExchange, Thri
   readonly identifier: ThriftIdentifier;
 
   constructor(cfg: ThriftRouterConfig, ctx: RouterContext) {
-    super('thrift', cfg, ctx, thriftRoutingAdapter(new ThriftParams(cfg.client, cfg.service, cfg.thriftProtocol, cfg.thriftMaxMessageBytes)));
+    super(cfg.protocol, cfg, ctx, thriftRoutingAdapter(new ThriftParams(cfg.client, cfg.service, cfg.thriftProtocol, cfg.thriftMaxMessageBytes)));
     this.cfg = cfg;
     this.identifier = new ThriftIdentifier(this.dstPrefix, cfg.thriftMethodInDst);
-    for (const s of cfg.servers) this.addServer(s.ip, s.port, new ThriftServerHandler(this, s));
+    // thriftmux is Linkerd's thrift router behind mux servers (same naming, same plain thrift clients).
+    if (cfg.protocol === 'thriftmux') for (const s of cfg.servers) this.addServer(s.ip, s.port, new ThriftMuxServer(this, s));
+    else for (const s of cfg.servers) this.addServer(s.ip, s.port, new ThriftServerHandler(this, s));
   }
 
   /** The admin's identifier endpoint speaks HTTP: a thrift router has nothing to say about such a request. */
   identify(_req: IdentifiableRequest): Promise<unknown> {
-    return Promise.resolve({ error: 'thrift routers identify thrift calls, not HTTP requests' });
+    return Promise.resolve({ error: `${this.protocol} routers identify thrift calls, not HTTP requests` });
   }
 }
 

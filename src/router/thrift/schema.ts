@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { clientPolicy, positiveInt, routerBaseShape, serverList, serverShape, servicePolicy } from '../../config/index.js';
+import { clientPolicy, intInRange, positiveInt, routerBaseShape, serverList, serverShape, servicePolicy } from '../../config/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../../protocol/thrift/framing.js';
 
 // The `thrift` router's config: the common router keys plus the thrift parameters of the spec.
@@ -15,10 +15,9 @@ export const thriftServerSchema = z.strictObject({
 
 export type ThriftServerConfig = z.output<typeof thriftServerSchema>;
 
-export const thriftRouterSchema = z.strictObject({
+/** The router keys thrift and thriftmux share (Linkerd's thriftmux takes the thrift parameters). */
+const thriftRouterShape = {
   ...routerBaseShape,
-  protocol: z.literal('thrift'),
-  servers: serverList(thriftServerSchema),
   thriftMethodInDst: z.boolean().default(false),
   thriftProtocol: thriftProtocol.default('binary'),
   /** prx's limit on one message (a frame's payload), both directions. */
@@ -34,6 +33,36 @@ export const thriftRouterSchema = z.strictObject({
       .never({ error: 'thrift routers take no responseClassifier: a TApplicationException is a failure, any other reply a success' })
       .optional(),
   }),
+};
+
+export const thriftRouterSchema = z.strictObject({
+  ...thriftRouterShape,
+  protocol: z.literal('thrift'),
+  servers: serverList(thriftServerSchema),
 });
 
-export type ThriftRouterConfig = z.output<typeof thriftRouterSchema> & { readonly label: string };
+/**
+ * A thriftmux server: mux sessions carrying thrift (port 4144), and plain thrift clients served by
+ * Finagle's downgrade (`thriftFramed` says how such a client frames its calls; Finagle's own
+ * thrift clients are framed). The mux size keys are the mux router's.
+ */
+export const thriftmuxServerSchema = z.strictObject({
+  ...serverShape({ defaultPort: 4144 }),
+  thriftFramed: z.boolean().default(true),
+  thriftProtocol: thriftProtocol.optional(),
+  /** The largest mux message accepted from a client (a frame, or one reassembled from fragments); default 16 MiB. */
+  maxMessageBytes: intInRange(1024, 2 ** 31 - 1).optional(),
+  /** The fragment size asked of the client (Finagle's `mux-framer`); absent: whole messages. */
+  maxFrameBytes: intInRange(1, 2 ** 31 - 1).optional(),
+});
+
+export type ThriftmuxServerConfig = z.output<typeof thriftmuxServerSchema>;
+
+/** The `thriftmux` router: the thrift router's keys, thriftmux servers (clients speak plain thrift, as Linkerd's do). */
+export const thriftmuxRouterSchema = z.strictObject({
+  ...thriftRouterShape,
+  protocol: z.literal('thriftmux'),
+  servers: serverList(thriftmuxServerSchema),
+});
+
+export type ThriftRouterConfig = (z.output<typeof thriftRouterSchema> | z.output<typeof thriftmuxRouterSchema>) & { readonly label: string };

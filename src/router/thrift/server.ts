@@ -92,12 +92,25 @@ export class ThriftServerHandler implements ProtocolServer {
   }
 }
 
+/**
+ * What a thrift connection needs of the server that accepted it: a thrift server, or a thriftmux
+ * server that downgraded a plain thrift client.
+ */
+export interface ThriftConnectionOwner {
+  readonly router: ThriftRouterHost;
+  readonly cfg: { readonly clearContext: boolean; readonly thriftFramed: boolean; readonly maxConcurrentRequests?: number | undefined };
+  readonly stats: ServerStats;
+  readonly protocol: ThriftProtocolName;
+  readonly tracing: boolean;
+  readonly malformed: Counter | undefined;
+}
+
 /** One downstream connection: its reader, its upgrade state, its calls in order. */
-class ThriftServerConnection implements CallConnection {
+export class ThriftServerConnection implements CallConnection {
   readonly router: ThriftRouterHost;
   readonly protocol: ThriftProtocolName;
   readonly clearContext: boolean;
-  readonly #server: ThriftServerHandler;
+  readonly #server: ThriftConnectionOwner;
   readonly #socket: Socket;
   readonly #reader: MessageReader;
   readonly #framed: boolean;
@@ -109,7 +122,8 @@ class ThriftServerConnection implements CallConnection {
   #closeWhenIdle = false;
   #gone = false;
 
-  constructor(server: ThriftServerHandler, socket: Socket) {
+  /** `head`: bytes already read while the connection's protocol was detected (a thriftmux downgrade). */
+  constructor(server: ThriftConnectionOwner, socket: Socket, head?: Buffer) {
     this.#server = server;
     this.router = server.router;
     this.protocol = server.protocol;
@@ -122,6 +136,7 @@ class ThriftServerConnection implements CallConnection {
       this.#data(chunk);
     });
     socket.on('close', () => this.#closed());
+    if (head !== undefined && head.length > 0) this.#data(head);
   }
 
   #data(chunk: Buffer): void {

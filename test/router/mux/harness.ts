@@ -104,11 +104,11 @@ export class MuxTestClient implements MuxClientSessionOwner {
   drainedByServer = false;
   closedSocket = false;
 
-  constructor(port: number, opts: { maxFrameBytes?: number; pingIntervalMs?: number; pingTimeoutMs?: number } = {}) {
+  constructor(port: number, opts: { maxFrameBytes?: number; pingIntervalMs?: number; pingTimeoutMs?: number; handshakeTimeoutMs?: number } = {}) {
     const socket = connect({ port, host: '127.0.0.1', noDelay: true });
     this.session = new MuxClientSession(
       socket,
-      { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxFrameBytes: opts.maxFrameBytes, pingIntervalMs: opts.pingIntervalMs ?? 0, pingTimeoutMs: opts.pingTimeoutMs ?? 1000, log: silent },
+      { maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES, maxFrameBytes: opts.maxFrameBytes, pingIntervalMs: opts.pingIntervalMs ?? 0, pingTimeoutMs: opts.pingTimeoutMs ?? 1000, handshakeTimeoutMs: opts.handshakeTimeoutMs, log: silent },
       this,
     );
   }
