@@ -13,14 +13,12 @@
 // Uses dist/ (npm run bench builds first). The options of the other suites are accepted and
 // ignored; their modes that are not benchmarks (--report, --analyze, --render-config, --profile)
 // skip this suite.
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { canPin, Children, cpuSeconds, f2, f3, firstLine, freePort, int, median, percentile, relayRole, rssMiB, usage, withSection } from '../bench/lib/procs.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SELF = fileURLToPath(import.meta.url);
@@ -30,17 +28,7 @@ const METHOD = '/test.Echo/Say';
 export const GRPC_TARGETS = Object.freeze({ addedP50Ms: 0.3, addedP99Ms: 1 });
 const MARK_BEGIN = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->';
 const MARK_END = '<!-- bench-grpc: end -->';
-
-function usageError(message) {
-  process.stderr.write(`bench-grpc: ${message}\n`);
-  process.exit(2);
-}
-
-function wholeNumber(name, text, min) {
-  if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < min) usageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
-  return Number(text);
-}
+const { usageError, wholeNumber } = usage('bench-grpc');
 
 function options(argv) {
   const ignored = ['conns', 'h2-conns', 'sections', 'harness', 'base-port', 'proxy-port', 'proxy-h2-port', 'admin-port'];
@@ -97,31 +85,6 @@ async function serverRole() {
 }
 
 /**
- * The relay: a bare TCP byte relay (node net, no parsing) on 127.0.0.1 in front of --port, in
- * prx's place and on its core: what one more hop costs on this machine, whatever the proxy.
- * Prints {"port": N}; exits when stdin closes.
- */
-async function relayRole(o) {
-  const { createServer: tcpServer, connect } = await import('node:net');
-  const server = tcpServer({ noDelay: true }, (down) => {
-    const up = connect({ host: '127.0.0.1', port: o.port, noDelay: true });
-    down.pipe(up).on('error', () => down.destroy());
-    up.pipe(down).on('error', () => up.destroy());
-    down.on('error', () => up.destroy());
-    up.on('error', () => down.destroy());
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
-  process.stdin.resume();
-  process.stdin.once('close', () => process.exit(0));
-}
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
-}
-
-/**
  * The client: `concurrency` closed loops of unary calls on one channel to 127.0.0.1:port, `warmup`
  * s unrecorded, then `duration` s recorded. Prints one JSON line.
  */
@@ -168,70 +131,6 @@ async function clientRole(o) {
 
 // ---------------------------------------------------------------- the run
 
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
-/** `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
-function pinned(core, cmd, args) {
-  return canPin ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
-}
-
-function firstLine(child, timeoutMs, what) {
-  return new Promise((ok, fail) => {
-    const lines = createInterface({ input: child.stdout });
-    const timer = setTimeout(() => fail(new Error(`${what}: no output within ${timeoutMs} ms`)), timeoutMs);
-    lines.once('line', (l) => {
-      clearTimeout(timer);
-      lines.close();
-      ok(l);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      fail(new Error(`${what} exited (${code}) before reporting`));
-    });
-  });
-}
-
-function stopped(child, timeoutMs) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((done) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      done();
-    });
-  });
-}
-
-/** utime + stime of a process, in seconds; null when it is gone. */
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const hz = 100; // USER_HZ: 100 on every Linux the harness runs on
-    return (Number(f[11]) + Number(f[12])) / hz;
-  } catch {
-    return null;
-  }
-}
-
-function rssMiB(pid) {
-  try {
-    const kib = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-    return Number.isFinite(kib) ? kib / 1024 : null;
-  } catch {
-    return null;
-  }
-}
 
 /** The prx config: an h2 router with the full stack routing /test.Echo/* to the server. */
 function prxConfig({ proxy, admin, upstream }) {
@@ -259,30 +158,11 @@ function prxConfig({ proxy, admin, upstream }) {
   };
 }
 
-const children = new Set();
-function started(core, cmd, args, stdio) {
-  const [c, a] = pinned(core, cmd, args);
-  const child = spawn(c, a, { stdio });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
-
 /** One client run against `port`; its JSON result. */
 async function measure(o, port, seconds, warmup) {
-  const child = started(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
+  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
   return JSON.parse(await firstLine(child, (seconds + warmup + 30) * 1000, 'the grpc-js client'));
 }
-
-const median = (xs) => {
-  const a = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((p, q) => p - q);
-  if (a.length === 0) return null;
-  const m = Math.floor(a.length / 2);
-  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
-};
-const f2 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(2) : '–');
-const f3 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(3) : '–');
-const int = (v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–');
 
 /** The Markdown section from the rounds' results. Exported for the tests. */
 export function renderGrpcSection(run) {
@@ -330,32 +210,30 @@ export function renderGrpcSection(run) {
 
 /** `md` with its gRPC section replaced by `section` (appended when it has none). */
 export function withGrpcSection(md, section) {
-  const b = md.indexOf(MARK_BEGIN);
-  const e = md.indexOf(MARK_END);
-  if (b >= 0 && e > b) return md.slice(0, b) + section + md.slice(e + MARK_END.length + (md[e + MARK_END.length] === '\n' ? 1 : 0));
-  return `${md}${md.length === 0 || md.endsWith('\n\n') ? '' : md.endsWith('\n') ? '\n' : '\n\n'}${section}`;
+  return withSection(md, section, MARK_BEGIN, MARK_END);
 }
+
+const children = new Children();
 
 async function benchRun(o) {
   if (!existsSync(join(REPO, 'dist', 'cli', 'prx.js'))) usageError('dist/ is missing: run `npm run build` first (npm run bench does)');
   const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-grpc-'));
   const stop = async () => {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all([...children].map((c) => stopped(c, 5000)));
+    await children.stopAll();
     rmSync(scratch, { recursive: true, force: true });
   };
   const onSignal = () => void stop().then(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const server = started(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
+    const server = children.start(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
     const upstream = JSON.parse(await firstLine(server, 15000, 'the grpc-js server')).port;
     const proxy = await freePort();
     const admin = await freePort();
     const config = join(scratch, 'prx.yaml');
     writeFileSync(config, JSON.stringify(prxConfig({ proxy, admin, upstream }), null, 2));
-    const prx = started(1, join(REPO, 'bin', 'prx'), [config], ['ignore', 'pipe', 'pipe']);
-    const relay = started(1, process.execPath, [SELF, '--role', 'relay', '--port', String(upstream)], ['pipe', 'pipe', 'inherit']);
+    const prx = children.start(1, join(REPO, 'bin', 'prx'), [config], ['ignore', 'pipe', 'pipe']);
+    const relay = children.start(1, process.execPath, [SELF, '--role', 'relay', '--port', String(upstream)], ['pipe', 'pipe', 'inherit']);
     const relayPort = JSON.parse(await firstLine(relay, 15000, 'the tcp relay')).port;
     let prxOut = '';
     prx.stdout.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
@@ -407,7 +285,7 @@ async function main() {
   if (o.role === 'server') return serverRole().then(() => undefined);
   if (o.role === 'relay') {
     if (o.port === undefined) usageError('--role relay needs --port (the server behind it)');
-    return relayRole(o).then(() => undefined);
+    return relayRole(o.port).then(() => undefined);
   }
   if (o.role === 'client') {
     if (o.port === undefined) usageError('--role client needs --port');
