@@ -155,3 +155,48 @@ export function withSection(md, section, begin, end) {
   if (b >= 0 && e > b) return md.slice(0, b) + section + md.slice(e + end.length + (md[e + end.length] === '\n' ? 1 : 0));
   return `${md}${md.length === 0 || md.endsWith('\n\n') ? '' : md.endsWith('\n') ? '\n' : '\n\n'}${section}`;
 }
+
+/**
+ * The recorded window of a closed-loop load run: `warmup` s unrecorded from now, then `duration` s
+ * recorded; calls straddling the window are not counted. `result()` is the load roles' JSON line.
+ */
+export class CallWindow {
+  #lat = [];
+  #total = 0;
+  #errors = 0;
+  #firstError = null;
+  #recordedFrom = 0;
+  #recordFrom;
+  stopAt;
+
+  constructor(warmup, duration) {
+    this.#recordFrom = performance.now() + warmup * 1000;
+    this.stopAt = this.#recordFrom + duration * 1000;
+  }
+
+  /** Whether loops should keep calling. */
+  get open() {
+    return performance.now() < this.stopAt;
+  }
+
+  /** A call from `start` to `end` (performance.now() ms); `error` a string when it failed. */
+  record(start, end, error) {
+    this.#total++;
+    if (this.#recordedFrom === 0 && end >= this.#recordFrom) this.#recordedFrom = end;
+    if (this.#recordedFrom === 0 || start < this.#recordFrom || end > this.stopAt) return;
+    if (error === undefined) this.#lat.push(end - start);
+    else {
+      this.#errors++;
+      this.#firstError ??= error;
+    }
+  }
+
+  result() {
+    const seconds = (this.stopAt - this.#recordedFrom) / 1000;
+    const lat = this.#lat.sort((a, b) => a - b);
+    return {
+      calls: lat.length, errors: this.#errors, total: this.#total, rps: this.#recordedFrom > 0 ? lat.length / seconds : 0,
+      p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), p999: percentile(lat, 0.999), firstError: this.#firstError,
+    };
+  }
+}
