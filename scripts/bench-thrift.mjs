@@ -180,7 +180,7 @@ export function renderThriftSection(run) {
       const met = r.complete && growth < LARGE_GROWTH_PAYLOADS * mib;
       lines.push(`| a ${f2(mib)} MiB ${what} passes${r.complete ? '' : ` (INCOMPLETE: ${r.bytes} bytes)`}, prx's RSS growing < ${LARGE_GROWTH_PAYLOADS} × the payload | +${f2(growth)} MiB (${f2(r.baseMiB)} → ${f2(r.peakMiB)}; ${f2(growth / mib)} payloads; ${int(r.ms)} ms) | ${met ? 'yes' : 'no'} |`);
     }
-    largeNote = `The large call and then the large reply, one at a time on one connection (each after a 64 KiB warm-up), each measured from the RSS it started at; over both, prx's RSS went ${f2(big.up.baseMiB)} → ${f2(Math.max(big.up.peakMiB, big.down.peakMiB))} MiB, and was ${f2(big.down.baseMiB)} MiB between them.`;
+    largeNote = `The large call and then the large reply, one at a time on one connection after a 64 KiB warm-up of each, each measured from the RSS it started at; over both, prx's RSS went ${f2(big.up.baseMiB)} → ${f2(Math.max(big.up.peakMiB, big.down.peakMiB))} MiB, and was ${f2(big.down.baseMiB)} MiB between them.`;
   }
   if (largeNote !== null) lines.push('', largeNote);
   if (parts.length > 0) {

@@ -59,7 +59,6 @@ class DispatchLoop {
 
   failed(err) {
     this.next(`${err.code ?? err.name}: ${err.message}`);
-    if (!this.session.usable) this.finish();
   }
 
   next(error) {
