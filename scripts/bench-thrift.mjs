@@ -131,7 +131,7 @@ export function httpCpuUsPerRequest(md) {
 const rowOf = (rounds, part, target, k) => median(rounds.map((r) => r[part]?.[target]?.[k]));
 const diffOf = (rounds, part, k, over = 'direct') => median(rounds.map((r) => (r[part]?.prx && r[part]?.[over] ? r[part].prx[k] - r[part][over][k] : null)));
 
-/** The Markdown section from the run's results. Exported for the tests. */
+/** The Markdown section from the run's results. */
 export function renderThriftSection(run) {
   const { rounds, date, o, pinning, node, httpCpuUs, big } = run;
   const lines = [
