@@ -13,14 +13,11 @@
 // Uses dist/ (npm run bench builds first). The options of the other suites are accepted and
 // ignored; their modes that are not benchmarks (--report, --analyze, --render-config, --profile)
 // skip this suite.
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { CallWindow, canPin, Children, f2, f3, firstLine, freePort, int, median, relayRole, usage } from '../bench/lib/procs.mjs';
+import { FULL_STACK, onPrx, requireDist, runMain, startPrx, suiteOptions, supervised, writeSection } from '../bench/lib/suite.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const SELF = fileURLToPath(import.meta.url);
@@ -30,52 +27,11 @@ const METHOD = '/test.Echo/Say';
 export const GRPC_TARGETS = Object.freeze({ addedP50Ms: 0.3, addedP99Ms: 1 });
 const MARK_BEGIN = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->';
 const MARK_END = '<!-- bench-grpc: end -->';
-
-function usageError(message) {
-  process.stderr.write(`bench-grpc: ${message}\n`);
-  process.exit(2);
-}
-
-function wholeNumber(name, text, min) {
-  if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < min) usageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
-  return Number(text);
-}
+const { usageError, wholeNumber } = usage('bench-grpc');
 
 function options(argv) {
-  const ignored = ['conns', 'h2-conns', 'sections', 'harness', 'base-port', 'proxy-port', 'proxy-h2-port', 'admin-port'];
-  const modes = ['report', 'analyze', 'render-config'];
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        rounds: { type: 'string' },
-        duration: { type: 'string' },
-        warmup: { type: 'string' },
-        concurrency: { type: 'string' },
-        md: { type: 'string' },
-        role: { type: 'string' },
-        port: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        profile: { type: 'boolean', default: false },
-        ...Object.fromEntries([...ignored, ...modes].map((k) => [k, { type: 'string' }])),
-      },
-      strict: true,
-    }).values;
-  } catch (e) {
-    usageError(e.message);
-  }
-  return {
-    rounds: wholeNumber('rounds', parsed.rounds, 1) ?? 3,
-    duration: wholeNumber('duration', parsed.duration, 1) ?? 10,
-    warmup: wholeNumber('warmup', parsed.warmup, 0) ?? 2,
-    concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16,
-    md: resolve(parsed.md ?? join(REPO, 'bench', 'results', 'latest.md')),
-    role: parsed.role,
-    port: wholeNumber('port', parsed.port, 1),
-    otherMode: parsed.profile ? '--profile' : modes.map((m) => (parsed[m] !== undefined ? `--${m}` : null)).find((m) => m !== null),
-  };
+  const { parsed, common } = suiteOptions(argv, {}, { usageError, wholeNumber });
+  return { ...common, concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16 };
 }
 
 // ---------------------------------------------------------------- the two grpc-js roles
@@ -97,31 +53,6 @@ async function serverRole() {
 }
 
 /**
- * The relay: a bare TCP byte relay (node net, no parsing) on 127.0.0.1 in front of --port, in
- * prx's place and on its core: what one more hop costs on this machine, whatever the proxy.
- * Prints {"port": N}; exits when stdin closes.
- */
-async function relayRole(o) {
-  const { createServer: tcpServer, connect } = await import('node:net');
-  const server = tcpServer({ noDelay: true }, (down) => {
-    const up = connect({ host: '127.0.0.1', port: o.port, noDelay: true });
-    down.pipe(up).on('error', () => down.destroy());
-    up.pipe(down).on('error', () => up.destroy());
-    down.on('error', () => up.destroy());
-    up.on('error', () => down.destroy());
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
-  process.stdin.resume();
-  process.stdin.once('close', () => process.exit(0));
-}
-
-function percentile(sorted, p) {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
-}
-
-/**
  * The client: `concurrency` closed loops of unary calls on one channel to 127.0.0.1:port, `warmup`
  * s unrecorded, then `duration` s recorded. Prints one JSON line.
  */
@@ -129,109 +60,27 @@ async function clientRole(o) {
   const grpc = await grpcLoaded();
   const client = new grpc.Client(`127.0.0.1:${o.port}`, grpc.credentials.createInsecure());
   const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
-  const lat = [];
-  let total = 0;
-  let errors = 0;
-  let firstError = null;
-  let recording = false;
-  const t0 = performance.now();
-  const recordFrom = t0 + o.warmup * 1000;
-  const stopAt = recordFrom + o.duration * 1000;
-  let recordedFrom = 0;
+  const window = new CallWindow(o.warmup, o.duration);
   const loop = async () => {
-    while (performance.now() < stopAt) {
+    while (window.open) {
       const start = performance.now();
-      const ok = await new Promise((done) =>
+      const error = await new Promise((done) =>
         client.makeUnaryRequest(METHOD, same, same, payload, (e, reply) => {
-          if (e && firstError === null) firstError = `${e.code} ${e.details}`;
-          done(!e && reply.length === PAYLOAD_BYTES);
+          if (e) done(`${e.code} ${e.details}`);
+          else done(reply.length === PAYLOAD_BYTES ? undefined : `a reply of ${reply.length} bytes`);
         }),
       );
-      const end = performance.now();
-      total++;
-      if (!recording && end >= recordFrom) {
-        recording = true;
-        recordedFrom = end;
-      }
-      if (!recording || start < recordFrom || end > stopAt) continue; // calls straddling the window are not counted
-      if (ok) lat.push(end - start);
-      else errors++;
+      window.record(start, performance.now(), error);
     }
   };
   await Promise.all(Array.from({ length: o.concurrency }, loop));
-  const seconds = (stopAt - recordedFrom) / 1000;
   client.close();
-  lat.sort((a, b) => a - b);
-  const out = { calls: lat.length, errors, total, rps: lat.length / seconds, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), p999: percentile(lat, 0.999), firstError };
+  const out = window.result();
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 
 // ---------------------------------------------------------------- the run
 
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
-/** `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
-function pinned(core, cmd, args) {
-  return canPin ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
-}
-
-function firstLine(child, timeoutMs, what) {
-  return new Promise((ok, fail) => {
-    const lines = createInterface({ input: child.stdout });
-    const timer = setTimeout(() => fail(new Error(`${what}: no output within ${timeoutMs} ms`)), timeoutMs);
-    lines.once('line', (l) => {
-      clearTimeout(timer);
-      lines.close();
-      ok(l);
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      fail(new Error(`${what} exited (${code}) before reporting`));
-    });
-  });
-}
-
-function stopped(child, timeoutMs) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((done) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      done();
-    });
-  });
-}
-
-/** utime + stime of a process, in seconds; null when it is gone. */
-function cpuSeconds(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const hz = 100; // USER_HZ: 100 on every Linux the harness runs on
-    return (Number(f[11]) + Number(f[12])) / hz;
-  } catch {
-    return null;
-  }
-}
-
-function rssMiB(pid) {
-  try {
-    const kib = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-    return Number.isFinite(kib) ? kib / 1024 : null;
-  } catch {
-    return null;
-  }
-}
 
 /** The prx config: an h2 router with the full stack routing /test.Echo/* to the server. */
 function prxConfig({ proxy, admin, upstream }) {
@@ -243,46 +92,21 @@ function prxConfig({ proxy, admin, upstream }) {
         label: 'grpc',
         identifier: { kind: 'io.prx.header.path', segments: 1 },
         dtab: `/svc/test.Echo => /$/inet/127.0.0.1/${upstream};`,
-        service: {
-          kind: 'io.prx.global',
-          responseClassifier: { kind: 'io.prx.h2.grpc.default' },
-          retries: { budget: { minRetriesPerSec: 10, percentCanRetry: 0.2, ttlSecs: 10 }, backoff: { kind: 'jittered', minMs: 10, maxMs: 100 } },
-        },
-        client: {
-          kind: 'io.prx.global',
-          loadBalancer: { kind: 'p2c' },
-          failureAccrual: { kind: 'io.prx.consecutiveFailures', failures: 5, backoff: { kind: 'jittered', minMs: 5000, maxMs: 300000 } },
-        },
+        service: { ...FULL_STACK.service, responseClassifier: { kind: 'io.prx.h2.grpc.default' } },
+        client: FULL_STACK.client,
         servers: [{ ip: '127.0.0.1', port: proxy }],
       },
     ],
   };
 }
 
-const children = new Set();
-function started(core, cmd, args, stdio) {
-  const [c, a] = pinned(core, cmd, args);
-  const child = spawn(c, a, { stdio });
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-  return child;
-}
+const children = new Children();
 
 /** One client run against `port`; its JSON result. */
 async function measure(o, port, seconds, warmup) {
-  const child = started(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
+  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
   return JSON.parse(await firstLine(child, (seconds + warmup + 30) * 1000, 'the grpc-js client'));
 }
-
-const median = (xs) => {
-  const a = xs.filter((x) => typeof x === 'number' && Number.isFinite(x)).sort((p, q) => p - q);
-  if (a.length === 0) return null;
-  const m = Math.floor(a.length / 2);
-  return a.length % 2 ? a[m] : (a[m - 1] + a[m]) / 2;
-};
-const f2 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(2) : '–');
-const f3 = (v) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(3) : '–');
-const int = (v) => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en-US') : '–');
 
 /** The Markdown section from the rounds' results. Exported for the tests. */
 export function renderGrpcSection(run) {
@@ -328,45 +152,23 @@ export function renderGrpcSection(run) {
   return `${lines.join('\n')}\n`;
 }
 
-/** `md` with its gRPC section replaced by `section` (appended when it has none). */
-export function withGrpcSection(md, section) {
-  const b = md.indexOf(MARK_BEGIN);
-  const e = md.indexOf(MARK_END);
-  if (b >= 0 && e > b) return md.slice(0, b) + section + md.slice(e + MARK_END.length + (md[e + MARK_END.length] === '\n' ? 1 : 0));
-  return `${md}${md.length === 0 || md.endsWith('\n\n') ? '' : md.endsWith('\n') ? '\n' : '\n\n'}${section}`;
-}
-
 async function benchRun(o) {
-  if (!existsSync(join(REPO, 'dist', 'cli', 'prx.js'))) usageError('dist/ is missing: run `npm run build` first (npm run bench does)');
-  const scratch = mkdtempSync(join(tmpdir(), 'prx-bench-grpc-'));
-  const stop = async () => {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all([...children].map((c) => stopped(c, 5000)));
-    rmSync(scratch, { recursive: true, force: true });
-  };
-  const onSignal = () => void stop().then(() => process.exit(130));
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  try {
-    const server = started(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
+  requireDist(usageError);
+  return supervised(children, 'bench-grpc', async (scratch) => {
+    const server = children.start(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
     const upstream = JSON.parse(await firstLine(server, 15000, 'the grpc-js server')).port;
     const proxy = await freePort();
     const admin = await freePort();
-    const config = join(scratch, 'prx.yaml');
-    writeFileSync(config, JSON.stringify(prxConfig({ proxy, admin, upstream }), null, 2));
-    const prx = started(1, join(REPO, 'bin', 'prx'), [config], ['ignore', 'pipe', 'pipe']);
-    const relay = started(1, process.execPath, [SELF, '--role', 'relay', '--port', String(upstream)], ['pipe', 'pipe', 'inherit']);
+    const { child: prx, output } = startPrx(children, scratch, 1, prxConfig({ proxy, admin, upstream }));
+    const relay = children.start(1, process.execPath, [SELF, '--role', 'relay', '--port', String(upstream)], ['pipe', 'pipe', 'inherit']);
     const relayPort = JSON.parse(await firstLine(relay, 15000, 'the tcp relay')).port;
-    let prxOut = '';
-    prx.stdout.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
-    prx.stderr.on('data', (c) => (prxOut = (prxOut + c).slice(-4000)));
     // prx is ready when a call through it succeeds (a 1 s client run, repeated up to 15 s)
     const until = Date.now() + 15000;
     for (;;) {
-      if (prx.exitCode !== null) throw new Error(`prx exited (${prx.exitCode}):\n${prxOut}`);
+      if (prx.exitCode !== null) throw new Error(`prx exited (${prx.exitCode}):\n${output()}`);
       const probe = await measure(o, proxy, 1, 0).catch(() => null);
       if (probe !== null && probe.calls > 0 && probe.errors === 0) break;
-      if (Date.now() > until) throw new Error(`no unary call succeeds through prx (${probe?.firstError ?? 'client failed'}); prx output:\n${prxOut}`);
+      if (Date.now() > until) throw new Error(`no unary call succeeds through prx (${probe?.firstError ?? 'client failed'}); prx output:\n${output()}`);
       await new Promise((r) => setTimeout(r, 300));
     }
     process.stdout.write(`gRPC unary benchmark: ${o.rounds} round(s) × ${o.duration} s per target, ${o.concurrency} concurrent calls${canPin ? '; client and server on cpu0, prx on cpu1' : ''}\n`);
@@ -374,13 +176,8 @@ async function benchRun(o) {
     for (let i = 0; i < o.rounds; i++) {
       const round = {};
       for (const target of i % 2 === 0 ? ['direct', 'relay', 'prx'] : ['prx', 'relay', 'direct']) {
-        const cpu0 = target === 'prx' ? cpuSeconds(prx.pid) : null;
-        const r = await measure(o, target === 'prx' ? proxy : target === 'relay' ? relayPort : upstream, o.duration, o.warmup);
-        if (target === 'prx') {
-          const cpu1 = cpuSeconds(prx.pid);
-          r.cpuUsPerCall = cpu0 !== null && cpu1 !== null && r.total > 0 ? ((cpu1 - cpu0) * 1e6) / r.total : null;
-          r.rssMiB = rssMiB(prx.pid);
-        }
+        const load = () => measure(o, target === 'prx' ? proxy : target === 'relay' ? relayPort : upstream, o.duration, o.warmup);
+        const r = target === 'prx' ? await onPrx(prx.pid, load) : await load();
         round[target] = r;
         process.stdout.write(`  r${i + 1} ${target}: ${int(r.rps)} rps, p50 ${f3(r.p50)} ms, p99 ${f3(r.p99)} ms, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`);
       }
@@ -391,15 +188,10 @@ async function benchRun(o) {
       rounds, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
       warmup: o.warmup, pinning: canPin, node: process.version, grpcJs,
     });
-    mkdirSync(dirname(o.md), { recursive: true });
-    writeFileSync(o.md, withGrpcSection(existsSync(o.md) ? readFileSync(o.md, 'utf8') : '', section));
+    writeSection(o.md, section, MARK_BEGIN, MARK_END);
     process.stdout.write(`\n${section}\nwritten: ${o.md}\n`);
     return rounds.some((r) => r.prx.calls === 0) ? 1 : 0;
-  } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    await stop();
-  }
+  });
 }
 
 async function main() {
@@ -407,7 +199,7 @@ async function main() {
   if (o.role === 'server') return serverRole().then(() => undefined);
   if (o.role === 'relay') {
     if (o.port === undefined) usageError('--role relay needs --port (the server behind it)');
-    return relayRole(o).then(() => undefined);
+    return relayRole(o.port).then(() => undefined);
   }
   if (o.role === 'client') {
     if (o.port === undefined) usageError('--role client needs --port');
@@ -422,14 +214,4 @@ async function main() {
   return benchRun(o);
 }
 
-if (process.argv[1] === SELF) {
-  main().then(
-    (code) => {
-      if (code !== undefined) process.exit(code);
-    },
-    (e) => {
-      process.stderr.write(`bench-grpc: ${e?.stack ?? e}\n`);
-      process.exit(1);
-    },
-  );
-}
+runMain(SELF, 'bench-grpc', main);

@@ -18,12 +18,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { connect as h2connect } from 'node:http2';
-import { cpus, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
 import { renderProfile } from '../bench/lib/profile.mjs';
+import { freePort, pinned, stopped, usage } from '../bench/lib/procs.mjs';
 import { renderReport } from '../bench/lib/report.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -36,17 +37,7 @@ const RESULTS = join(REPO, 'bench', 'results');
 const DEFAULT_PORTS = Object.freeze({ upstream: 28080, proxy: 4140, h2Proxy: 4142, admin: 9997 });
 const SECTIONS = ['h1', 'h2'];
 const BODY = 'a'.repeat(64); // the harness's default body
-
-function usageError(message) {
-  process.stderr.write(`bench-http: ${message}\n`);
-  process.exit(2);
-}
-
-function wholeNumber(name, text, min) {
-  if (text === undefined) return undefined;
-  if (!/^\d+$/.test(text) || Number(text) < min) usageError(`--${name} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
-  return Number(text);
-}
+const { usageError, wholeNumber } = usage('bench-http');
 
 function options(argv) {
   let parsed;
@@ -137,14 +128,6 @@ function portInUse(port) {
     s.once('error', () => done(true));
     s.listen(port, '127.0.0.1', () => s.close(() => done(false)));
   });
-}
-
-async function freePort() {
-  const s = createServer();
-  await new Promise((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 /** `wanted` if free, else (when it was only a default) a free port; a busy explicit port is an error. */
@@ -279,23 +262,6 @@ async function waitServingH2(port, deadlineMs) {
     if (Date.now() > until) throw new Error(`nothing proxies h2c GET / on 127.0.0.1:${port} (got ${JSON.stringify(body)})`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Runs `cmd args` pinned to `core` when taskset exists and there are 2+ cores. */
-function pinned(core, cmd, args) {
-  const canPin = cpus().length >= 2 && spawnSync('taskset', ['--version']).status === 0;
-  return canPin ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
-}
-
-function stopped(child, timeoutMs) {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((done) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      done();
-    });
-  });
 }
 
 /**

@@ -8,9 +8,12 @@
 //           against haproxy and the fastify h2c proxy); skipped with a note when it is absent
 //   grpc    grpc-js unary calls straight to a grpc-js server and through prx's h2 router,
 //           interleaved rounds in the same run; its section goes into bench/results/latest.md
+//   thrift  framed-binary thrift calls and mux dispatches straight to a backend, through a TCP
+//           relay and through prx's thrift and mux routers, interleaved rounds; prx's RSS while a
+//           16 MiB thrift call and reply pass; its section goes into bench/results/latest.md
 import { spawnSync } from 'node:child_process';
 
-const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs', 'scripts/bench-grpc.mjs'];
+const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs', 'scripts/bench-grpc.mjs', 'scripts/bench-thrift.mjs'];
 for (const s of suites) {
   const r = spawnSync(process.execPath, [s, ...process.argv.slice(2)], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);

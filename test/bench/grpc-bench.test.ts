@@ -3,37 +3,14 @@
 // minutes and are not tests; these check that the scripts measure, report and judge.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { assertOptionErrors, REPO, run, runIntoSection, scratchDir } from './support.js';
 
-const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const BENCH = join(REPO, 'scripts', 'bench-grpc.mjs');
-
-interface Ran {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function run(args: readonly string[], timeoutMs = 60_000): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: REPO });
-    let stdout = '';
-    let stderr = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 describe('bench-grpc roles', () => {
   let server: ChildProcess;
@@ -86,38 +63,22 @@ describe('bench-grpc roles', () => {
 
 describe('bench-grpc options', () => {
   it('rejects unknown options and malformed numbers with exit 2; skips in the other suites’ modes', async () => {
-    for (const args of [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both'], ['--role', 'relay']]) {
-      const r = await run([BENCH, ...args]);
-      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
-      assert.match(r.stderr, /^bench-grpc: /);
-    }
-    const skipped = await run([BENCH, '--report', '/nowhere', '--conns', '16']);
-    assert.equal(skipped.code, 0, skipped.stderr);
-    assert.match(skipped.stdout, /skipped \(--report is another suite's mode\)/);
+    await assertOptionErrors(BENCH, 'bench-grpc', [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both'], ['--role', 'relay']]);
   });
 });
 
 describe('bench-grpc through prx (1 round × 1 s)', () => {
-  let dir: string;
-  before(() => (dir = mkdtempSync(join(tmpdir(), 'prx-bench-grpc-test-'))));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = scratchDir('prx-bench-grpc-test-');
 
   it('measures direct and prx in the same run and writes its section into latest.md, replacing its own', async () => {
-    const md = join(dir, 'latest.md');
-    const before = '# prx proxy benchmark — earlier\n\n| HTTP rows |\n\n';
-    const stale = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->\n## gRPC unary — stale\n<!-- bench-grpc: end -->\n';
-    const afterIt = '\n## Something after it\n';
-    writeFileSync(md, before + stale + afterIt);
-    const r = await run([BENCH, '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--md', md]);
-    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const { ran: r, text } = await runIntoSection(
+      BENCH,
+      { name: 'bench-grpc', heading: '## gRPC unary', md: join(dir(), 'latest.md'), earlier: '# prx proxy benchmark — earlier\n\n| HTTP rows |\n\n' },
+      ['--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4'],
+    );
     assert.match(r.stdout, /r1 direct: [\d,]+ rps/);
     assert.match(r.stdout, /r1 relay: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
     assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
-    const text = readFileSync(md, 'utf8');
-    assert.ok(text.startsWith(before), 'what was before the section is kept');
-    assert.ok(text.endsWith(afterIt), 'what was after the section is kept');
-    assert.doesNotMatch(text, /stale/);
-    assert.equal(text.split('## gRPC unary').length, 2, 'one gRPC section');
     assert.match(text, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
     assert.match(text, /\| relay \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
     assert.match(text, /The hop alone \(relay − direct\): p50 -?[\d.]+ ms, p99 -?[\d.]+ ms; prx over the relay: p50 -?[\d.]+ ms/);
