@@ -140,12 +140,15 @@ export class ThriftServerConnection implements CallConnection {
   }
 
   #data(chunk: Buffer): void {
+    // Draining: nothing new is routed (a call read now would go upstream with nowhere to answer);
+    // the bytes are read and dropped so the client's close is still seen.
+    if (this.#closeWhenIdle) return;
     const r = this.#reader;
     r.push(chunk);
     try {
       for (let m = r.next(); m !== undefined; m = r.next()) {
         this.#message(m, r.prefixLength);
-        if (this.#gone) return;
+        if (this.#gone || this.#closeWhenIdle) return;
       }
     } catch (err) {
       this.#malformed(err);
@@ -223,9 +226,14 @@ export class ThriftServerConnection implements CallConnection {
     this.destroy();
   }
 
-  /** The drain: close once every call has its answer. */
+  /** The drain: no new call is taken; close once every call in flight has its answer. */
   closeWhenIdle(): void {
     this.#closeWhenIdle = true;
+    // Reads resume (if paused for pipelining) only to see the client's close; #data drops them.
+    if (this.#paused) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
     if (this.#calls.length === 0) this.#socket.end();
   }
 
