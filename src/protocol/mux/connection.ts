@@ -33,6 +33,12 @@ interface OutStream {
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * Bytes queued on a socket (written, not yet taken by the kernel) above which a side that pauses on
+ * its write backlog stops reading until the socket drains.
+ */
+export const WRITE_HIGH_WATER_BYTES = 1024 * 1024;
+
 export abstract class MuxConnection implements FrameSink {
   readonly socket: Socket;
   protected readonly opts: MuxConnectionOptions;
@@ -45,6 +51,15 @@ export abstract class MuxConnection implements FrameSink {
   #streams: OutStream[] = [];
   #scheduled = false;
   #socketError: Error | undefined;
+  /** Reads paused until the socket drains (see {@link pausesOnWriteBacklog}). */
+  #writeBlocked = false;
+
+  /**
+   * Whether reads pause while more than {@link WRITE_HIGH_WATER_BYTES} wait to be written: a server
+   * does, so a client that sends but never reads cannot make it queue without bound. (A client
+   * session does not: pausing both ends of a connection on each other's backlog could deadlock.)
+   */
+  protected pausesOnWriteBacklog = false;
 
   constructor(socket: Socket, opts: MuxConnectionOptions) {
     this.socket = socket;
@@ -105,6 +120,26 @@ export abstract class MuxConnection implements FrameSink {
   protected writeFrame(type: number, tag: number, body: Buffer = EMPTY): void {
     if (this.ended || this.socket.destroyed) return;
     this.socket.write(encodeFrame(type, tag, body));
+    this.#checkBacklog();
+  }
+
+  /** Pauses reads while the write backlog is over the mark (servers only); resumes on 'drain'. */
+  #checkBacklog(): void {
+    const socket = this.socket;
+    if (!this.pausesOnWriteBacklog || this.#writeBlocked || socket.writableLength <= WRITE_HIGH_WATER_BYTES) return;
+    this.#writeBlocked = true;
+    socket.pause();
+    socket.once('drain', this.#drained);
+  }
+
+  readonly #drained = (): void => {
+    this.#writeBlocked = false;
+    if (!this.ended) this.socket.resume();
+  };
+
+  /** Whether reads are paused on the write backlog. */
+  get readsPaused(): boolean {
+    return this.#writeBlocked;
   }
 
   /**
@@ -121,6 +156,7 @@ export abstract class MuxConnection implements FrameSink {
       this.#writeFragment(stream);
       this.#streams.push(stream);
       this.#schedule();
+      this.#checkBacklog();
       return;
     }
     socket.cork();
@@ -128,6 +164,7 @@ export abstract class MuxConnection implements FrameSink {
     socket.write(head);
     if (body.length > 0) socket.write(body);
     socket.uncork();
+    this.#checkBacklog();
   }
 
   /**
@@ -163,6 +200,7 @@ export abstract class MuxConnection implements FrameSink {
       else i++;
     }
     socket.uncork();
+    this.#checkBacklog();
     if (streams.length === 0) this.streamsFlushed();
     else this.#schedule();
   };

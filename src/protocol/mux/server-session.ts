@@ -43,6 +43,9 @@ const TINIT_CHECK_BYTES = Buffer.from(TINIT_CHECK);
 const EMPTY = Buffer.alloc(0);
 const NACK_CONTEXTS = muxFailureContexts(MuxFailureFlag.Retryable | MuxFailureFlag.Rejected);
 
+/** Requests one session may have in flight; more are nacked (safe to retry elsewhere). */
+export const MAX_SESSION_INFLIGHT = 1024;
+
 type State = 'open' | 'draining' | 'closed';
 
 export class MuxServerSession extends MuxConnection {
@@ -56,6 +59,7 @@ export class MuxServerSession extends MuxConnection {
   constructor(socket: Socket, opts: MuxConnectionOptions, owner: MuxServerOwner, head?: Buffer) {
     super(socket, opts);
     this.#owner = owner;
+    this.pausesOnWriteBacklog = true;
     this.start(head);
   }
 
@@ -119,8 +123,9 @@ export class MuxServerSession extends MuxConnection {
       return;
     }
     const req: MuxInbound = kind === 'dispatch' ? { kind, msg: decodeTdispatch(body) } : { kind, msg: decodeTreq(body) };
-    if (this.#state !== 'open') {
-      // Draining: not taken, and safe for the client to send elsewhere.
+    if (this.#state !== 'open' || this.#tags.size >= MAX_SESSION_INFLIGHT) {
+      // Draining, or the session's requests in flight at their cap: not taken, and safe for the
+      // client to send elsewhere.
       this.#writeReply(tag, kind, ReplyStatus.Nack, NACK_CONTEXTS, EMPTY);
       return;
     }
