@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { MuxBadMessageError, MuxMessageTooLargeError } from './errors.js';
+import { MuxBadMessageError, MuxMessageTooLargeError, MuxPartialBudgetError } from './errors.js';
 import { Defragmenter, FrameDecoder, frameHeader, isFragmentable, MuxType, TAG_MSB, encodeFrame, type FrameSink } from './frame.js';
 import { decodeInit, encodeInit, FRAMER_HEADER, initHeader, type MuxInit } from './messages.js';
 import { noteSocketRead } from '../../core/read-pacer.js';
@@ -111,7 +111,7 @@ export abstract class MuxConnection implements FrameSink {
   protected protocolError(err: unknown): void {
     const e = err instanceof Error ? err : new MuxBadMessageError(String(err));
     this.#socketError ??= e;
-    const level = e instanceof MuxBadMessageError || e instanceof MuxMessageTooLargeError ? 'warn' : 'error';
+    const level = e instanceof MuxBadMessageError || e instanceof MuxMessageTooLargeError || e instanceof MuxPartialBudgetError ? 'warn' : 'error';
     this.opts.log?.[level]({ err: e.message, remote: `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}` }, 'mux protocol error; closing the connection');
     this.socket.destroy();
   }

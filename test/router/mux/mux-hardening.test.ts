@@ -1,0 +1,52 @@
+// Issue #18 review: mux server sessions against hostile or careless clients, through a router:
+// partial messages over the connection's budget, a duplicate tag, and the first-bytes timeout.
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { describe, it } from 'node:test';
+import { encodeFrame, FrameDecoder, MuxType, TAG_MSB, type MuxFrame } from '../../../src/protocol/mux/frame.js';
+import { encodeTdispatchHead } from '../../../src/protocol/mux/messages.js';
+import { memoryLog } from '../thrift/harness.js';
+import { dtabFor, eventually, MuxTestClient, startMuxBackend, startMuxRouter } from './harness.js';
+
+async function rawPeer(port: number): Promise<{ socket: Socket; frames: MuxFrame[]; closed: Promise<void>; isClosed: () => boolean }> {
+  const socket = connect({ port, host: '127.0.0.1' });
+  await new Promise<void>((r) => socket.once('connect', r));
+  const frames: MuxFrame[] = [];
+  const d = new FrameDecoder({ frame: (type, tag, body) => frames.push({ type, tag, body: Buffer.from(body) }) }, 1 << 24);
+  socket.on('data', (c: Buffer) => d.push(c));
+  socket.on('error', () => undefined);
+  let done = false;
+  const closed = new Promise<void>((r) =>
+    socket.once('close', () => {
+      done = true;
+      r();
+    }),
+  );
+  return { socket, frames, closed, isClosed: () => done };
+}
+
+function tdispatch(tag: number, dst: string, body: Buffer | string): Buffer {
+  return encodeFrame(MuxType.Tdispatch, tag, Buffer.concat([encodeTdispatchHead([], dst, []), typeof body === 'string' ? Buffer.from(body) : body]));
+}
+
+describe('mux server hardening', { timeout: 30_000 }, () => {
+  it('partial messages over the connection budget (2 × maxMessageBytes) close that connection with a log; others go on', async () => {
+    const b = await startMuxBackend('b');
+    const mem = memoryLog();
+    const rt = await startMuxRouter({ label: 'pb', dtab: dtabFor({ b }), servers: [{ maxMessageBytes: 4096 }] }, { log: mem.log });
+    const other = new MuxTestClient(rt.port);
+    const p = await rawPeer(rt.port);
+    try {
+      // Three fragments, each within the 4 KiB message limit, never finished: 9000 bytes held.
+      for (const tag of [2, 3, 4]) p.socket.write(encodeFrame(MuxType.Tdispatch, tag | TAG_MSB, Buffer.alloc(3000)));
+      await p.closed;
+      await eventually(() => mem.lines.some((l) => /partial messages/.test(String(l['err']))));
+      assert.equal((await other.call({ dst: '/b', body: 'ok' }).reply).body.toString(), 'b:ok');
+    } finally {
+      other.close();
+      p.socket.destroy();
+      await rt.close();
+      await b.close();
+    }
+  });
+});
