@@ -116,6 +116,17 @@ export abstract class MuxConnection implements FrameSink {
     this.socket.destroy();
   }
 
+  /**
+   * Ends the connection once what was written has gone, reading nothing more; cut after a grace
+   * period if the peer does not close its side.
+   */
+  protected closeAfterWrites(graceMs = 1000): void {
+    const socket = this.socket;
+    socket.pause();
+    socket.end();
+    setTimeout(() => socket.destroy(), graceMs).unref();
+  }
+
   /** Writes a small message whole (control messages, Rerr). */
   protected writeFrame(type: number, tag: number, body: Buffer = EMPTY): void {
     if (this.ended || this.socket.destroyed) return;

@@ -49,4 +49,29 @@ describe('mux server hardening', { timeout: 30_000 }, () => {
       await b.close();
     }
   });
+
+  it('a duplicate tag is a protocol fault: Rerr on every pending request, their work interrupted, the connection closed', async () => {
+    const b = await startMuxBackend('b', () => undefined);
+    const mem = memoryLog();
+    const rt = await startMuxRouter({ label: 'dup', dtab: dtabFor({ b }) }, { log: mem.log });
+    const p = await rawPeer(rt.port);
+    try {
+      p.socket.write(tdispatch(2, '/b', 'first'));
+      p.socket.write(tdispatch(3, '/b', 'second'));
+      await eventually(() => b.received.length === 2);
+      p.socket.write(tdispatch(2, '/b', 'again'));
+      await p.closed;
+      const rerrs = p.frames.filter((f) => f.type === MuxType.BadRerr || f.type === MuxType.Rerr);
+      assert.deepEqual(rerrs.map((f) => f.tag).sort(), [2, 3]);
+      assert.match(rerrs[0]!.body.toString(), /duplicate mux tag 2/);
+      // The backend saw neither the duplicate nor is left working: both requests were discarded upstream.
+      await eventually(() => b.discarded.length === 2);
+      assert.equal(b.received.length, 2);
+      assert.ok(mem.lines.some((l) => /duplicate mux tag/.test(String(l['err']))));
+    } finally {
+      p.socket.destroy();
+      await rt.close();
+      await b.close();
+    }
+  });
 });
