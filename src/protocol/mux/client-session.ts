@@ -40,6 +40,11 @@ export interface MuxClientOptions extends MuxConnectionOptions {
    * Default {@link DEFAULT_HANDSHAKE_TIMEOUT_MS}.
    */
   readonly handshakeTimeoutMs?: number | undefined;
+  /**
+   * How long the session may sit with nothing in flight before it closes itself (the client's
+   * `clientSession.idleTimeMs`); undefined: no limit. Pings do not count as use.
+   */
+  readonly idleTimeMs?: number | undefined;
 }
 
 /** The handshake's default time limit. */
@@ -72,6 +77,9 @@ export class MuxClientSession extends MuxConnection {
   #pingSentAt = 0;
   #pingTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
+  /** performance.now() when the session last became idle (nothing in flight); -1 while busy. */
+  #idleSince = -1;
+  #idleTimer: NodeJS.Timeout | undefined;
   #closeWaiters: (() => void)[] = [];
 
   constructor(socket: Socket, opts: MuxClientOptions, owner: MuxClientSessionOwner) {
@@ -113,6 +121,7 @@ export class MuxClientSession extends MuxConnection {
       handler.failed(new MuxSessionClosedError(), false);
       return;
     }
+    this.#idleSince = -1;
     this.#live++;
     if (this.#state !== 'open') this.#queued.push({ handler, req });
     else this.#write(handler, req);
@@ -159,8 +168,38 @@ export class MuxClientSession extends MuxConnection {
     // Smallest first, as the spec asks: keep the free list sorted high to low.
     if (this.#freeTags.length > 1) this.#freeTags.sort((a, b) => b - a);
     if (h !== null) this.#live--;
+    if (this.#tags.size === 0 && this.#queued.length === 0) this.#becameIdle();
     return h;
   }
+
+  /**
+   * Nothing is in flight: the idle clock starts. One timer serves the session; when it fires
+   * early (the session was used meanwhile) it is set again for what is left.
+   */
+  #becameIdle(): void {
+    const limit = this.#copts.idleTimeMs;
+    if (limit === undefined || limit <= 0) return;
+    this.#idleSince = performance.now();
+    if (this.#idleTimer === undefined) {
+      this.#idleTimer = setTimeout(this.#idleCheck, limit);
+      this.#idleTimer.unref();
+    }
+  }
+
+  readonly #idleCheck = (): void => {
+    this.#idleTimer = undefined;
+    if (this.ended || this.#idleSince < 0) return;
+    const limit = this.#copts.idleTimeMs as number;
+    const left = this.#idleSince + limit - performance.now();
+    if (left > 0) {
+      this.#idleTimer = setTimeout(this.#idleCheck, left);
+      this.#idleTimer.unref();
+      return;
+    }
+    this.opts.log?.debug({ idleTimeMs: limit }, 'closing an idle mux session');
+    this.#owner.gone(this);
+    void this.close();
+  };
 
   protected message(type: number, tag: number, body: Buffer): void {
     switch (this.#state) {
@@ -208,6 +247,7 @@ export class MuxClientSession extends MuxConnection {
     const queued = this.#queued;
     this.#queued = [];
     for (const q of queued) this.#write(q.handler, q.req);
+    if (this.#tags.size === 0) this.#becameIdle();
     const every = this.#copts.pingIntervalMs;
     if (every > 0) {
       this.#pingTimer = setInterval(this.#ping, every);
@@ -306,6 +346,7 @@ export class MuxClientSession extends MuxConnection {
     this.#state = 'closed';
     clearInterval(this.#pingTimer);
     clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#idleTimer);
     this.#failQueued(new MuxSessionClosedError());
     const lost = new MuxSessionLostError(err === undefined ? 'mux connection closed with requests in flight' : `mux connection lost: ${err.message}`, err === undefined ? undefined : { cause: err });
     const tags = [...this.#tags.values()];

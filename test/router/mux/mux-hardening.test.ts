@@ -74,4 +74,22 @@ describe('mux server hardening', { timeout: 30_000 }, () => {
       await b.close();
     }
   });
+
+  it('clientSession.idleTimeMs closes an upstream session with nothing in flight, though pings keep its socket busy', async () => {
+    const b = await startMuxBackend('b');
+    const rt = await startMuxRouter({ label: 'idle', dtab: dtabFor({ b }), client: { pingIntervalMs: 50, clientSession: { idleTimeMs: 300 } } });
+    const c = new MuxTestClient(rt.port);
+    try {
+      assert.equal((await c.call({ dst: '/b', body: 'x' }).reply).body.toString(), 'b:x');
+      assert.equal(b.sessions.size, 1);
+      await eventually(() => b.sessions.size === 0, 3000, 'the idle upstream session closed');
+      // The next call opens a new session.
+      assert.equal((await c.call({ dst: '/b', body: 'y' }).reply).body.toString(), 'b:y');
+      assert.equal(b.sessions.size, 1);
+    } finally {
+      c.close();
+      await rt.close();
+      await b.close();
+    }
+  });
 });
