@@ -74,7 +74,9 @@ export class MuxClientSession extends MuxConnection {
   #live = 0;
   /** Epoch ms the current lease ends (Infinity: no lease given). */
   #leaseUntil = Infinity;
-  #pingSentAt = 0;
+  /** A Tping is out, unanswered. */
+  #pingOut = false;
+  #pingDeadline: NodeJS.Timeout | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
   /** performance.now() when the session last became idle (nothing in flight); -1 while busy. */
@@ -255,14 +257,21 @@ export class MuxClientSession extends MuxConnection {
     }
   }
 
+  /** Every interval: a Tping (unless one is still out), with its own one-shot deadline. */
   readonly #ping = (): void => {
-    if (this.ended) return;
-    if (this.#pingSentAt !== 0) {
-      if (Date.now() - this.#pingSentAt > this.#copts.pingTimeoutMs) this.protocolError(new MuxSessionLostError('mux server did not answer a Tping in time'));
-      return;
-    }
-    this.#pingSentAt = Date.now();
+    if (this.ended || this.#pingOut) return;
+    this.#pingOut = true;
     this.writeFrame(MuxType.Tping, CONTROL_TAG);
+    const limit = this.#copts.pingTimeoutMs;
+    if (limit > 0) {
+      this.#pingDeadline = setTimeout(this.#pingTimedOut, limit);
+      this.#pingDeadline.unref();
+    }
+  };
+
+  readonly #pingTimedOut = (): void => {
+    this.#pingDeadline = undefined;
+    if (this.#pingOut && !this.ended) this.protocolError(new MuxSessionLostError(`mux server did not answer a Tping within ${this.#copts.pingTimeoutMs} ms`));
   };
 
   #onMessage(type: number, tag: number, body: Buffer): void {
@@ -286,7 +295,9 @@ export class MuxClientSession extends MuxConnection {
         this.#release(tag)?.failed(new MuxSessionLostError('the server discarded the request'), true);
         break;
       case MuxType.Rping:
-        this.#pingSentAt = 0;
+        this.#pingOut = false;
+        clearTimeout(this.#pingDeadline);
+        this.#pingDeadline = undefined;
         break;
       case MuxType.Tping:
         this.writeFrame(MuxType.Rping, tag);
@@ -345,6 +356,7 @@ export class MuxClientSession extends MuxConnection {
   protected onClosed(err: Error | undefined): void {
     this.#state = 'closed';
     clearInterval(this.#pingTimer);
+    clearTimeout(this.#pingDeadline);
     clearTimeout(this.#handshakeTimer);
     clearTimeout(this.#idleTimer);
     this.#failQueued(new MuxSessionClosedError());
