@@ -8,7 +8,8 @@
 import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
 import { MuxBadMessageError, MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
-import { CONTROL_TAG, MAX_TAG, MIN_TAG, MuxType } from './frame.js';
+import { CONTROL_TAG, MuxType } from './frame.js';
+import { TagPool } from './tag-pool.js';
 import { decodeRdispatch, decodeTlease, encodeTdiscarded, encodeTdispatchHead, MUX_VERSION, TINIT_CHECK, type MuxContextEntry, type MuxDelegation, type ReplyStatusCode } from './messages.js';
 
 /** A dispatch as the session writes it. */
@@ -66,8 +67,7 @@ export class MuxClientSession extends MuxConnection {
   readonly #copts: MuxClientOptions;
   /** Tag → its handler; null once discarded (the tag stays taken until the server answers). */
   readonly #tags = new Map<number, MuxReplyHandler | null>();
-  readonly #freeTags: number[] = [];
-  #nextTag = MIN_TAG;
+  readonly #tagPool = new TagPool();
   /** Dispatches waiting for the handshake. */
   #queued: { readonly handler: MuxReplyHandler; readonly req: MuxDispatch }[] = [];
   /** Requests whose handler still waits (not discarded). */
@@ -130,8 +130,8 @@ export class MuxClientSession extends MuxConnection {
   }
 
   #write(handler: MuxReplyHandler, req: MuxDispatch): void {
-    const tag = this.#freeTags.pop() ?? this.#nextTag++;
-    if (tag > MAX_TAG) {
+    const tag = this.#tagPool.acquire();
+    if (tag === undefined) {
       this.#live--;
       handler.failed(new MuxSessionClosedError('mux session has no free tag'), false);
       return;
@@ -166,9 +166,7 @@ export class MuxClientSession extends MuxConnection {
     const h = this.#tags.get(tag);
     if (h === undefined) return undefined;
     this.#tags.delete(tag);
-    this.#freeTags.push(tag);
-    // Smallest first, as the spec asks: keep the free list sorted high to low.
-    if (this.#freeTags.length > 1) this.#freeTags.sort((a, b) => b - a);
+    this.#tagPool.release(tag);
     if (h !== null) this.#live--;
     if (this.#tags.size === 0 && this.#queued.length === 0) this.#becameIdle();
     return h;
