@@ -272,6 +272,25 @@ describe('mux sessions', { timeout: 30_000 }, () => {
     }
   });
 
+  it('discarding a Tdispatch still being written in fragments frees its tag at once (the server never had it)', async () => {
+    const b = await startMuxBackend('b', (r) => (r.req.msg.body.length < 100 ? r.reply(0, 'ok') : undefined), { maxFrameBytes: 1024 });
+    const c = new MuxTestClient(b.port);
+    try {
+      assert.equal((await c.call({ body: 'hello' }).reply).body.toString(), 'ok');
+      const big = c.call({ body: Buffer.alloc(1 << 20, 1) });
+      const tag = big.handler.tag;
+      c.discard(big.handler);
+      await eventually(() => c.session.active === 0, 2000, 'the tag freed');
+      const next = c.call({ body: 'again' });
+      assert.equal(next.handler.tag, tag);
+      assert.equal((await next.reply).body.toString(), 'ok');
+      assert.equal(b.received.length, 2);
+    } finally {
+      c.close();
+      await b.close();
+    }
+  });
+
   it('drain: Tdrain reaches the client, in-flight requests finish, new ones on that session are nacked, then the session ends', async () => {
     const b = await startMuxBackend('b', (r) => setTimeout(() => r.reply(0, 'done'), 50));
     const c = new MuxTestClient(b.port);

@@ -144,7 +144,8 @@ export class MuxClientSession extends MuxConnection {
   /**
    * The caller gave up on a dispatch: a Tdiscarded interrupts the server's work. The tag stays
    * taken until the server answers (an Rdispatch or Rdiscarded), so a late reply never reaches
-   * another request.
+   * another request; unless the dispatch was still being written in fragments, in which case the
+   * server never had it and the tag is free at once.
    */
   discard(handler: MuxReplyHandler, why: string): void {
     const q = this.#queued.findIndex((e) => e.handler === handler);
@@ -155,10 +156,16 @@ export class MuxClientSession extends MuxConnection {
     }
     const tag = handler.tag;
     if (tag === 0 || this.#tags.get(tag) !== handler) return;
-    this.#tags.set(tag, null);
     this.#live--;
-    this.cancelStream(tag);
+    const cutShort = this.cancelStream(tag);
     this.writeFrame(MuxType.BadTdiscarded, 0, encodeTdiscarded(tag, why));
+    if (cutShort) {
+      // Only part of the Tdispatch went out: the server never had a request on this tag, so no
+      // answer will come; its Tdiscarded (written before any reuse) drops what it holds. Free now.
+      this.#tags.delete(tag);
+      this.#tagPool.release(tag);
+      if (this.#tags.size === 0 && this.#queued.length === 0) this.#becameIdle();
+    } else this.#tags.set(tag, null);
     this.#maybeFinishDrain();
   }
 

@@ -179,8 +179,8 @@ export abstract class MuxConnection implements FrameSink {
   }
 
   /**
-   * Stops writing the fragments of `tag`'s message; true when some were already written (the peer
-   * holds a partial message that a discard must drop).
+   * Stops writing the fragments of `tag`'s message; true when it was cut short (some fragments
+   * written, not the last: the peer holds a partial message that a discard must drop).
    */
   protected cancelStream(tag: number): boolean {
     const i = this.#streams.findIndex((s) => s.tag === tag);
