@@ -30,14 +30,20 @@ describe('thrift drain', { timeout: 20_000 }, () => {
       try {
         s.write(encodeCall('framed', 'binary', 'echo', 'before', 1));
         await eventually(() => read > 0);
-        const closing = rt.router.close(Date.now() + 1000);
+        // Another connection's call keeps the router draining (else it closes at once).
+        const busy = await ApacheClient.open(rt.port, 'framed', 'binary');
+        const slow = busy.call('slow', '400');
+        await eventually(() => backend.log.calls.length === 2);
+        const closing = rt.router.close(Date.now() + 2000);
         await new Promise<void>((r) => s.once('end', () => r()));
         s.write(encodeCall('framed', 'binary', 'echo', 'late', 7));
         await sleep(200);
         assert.deepEqual(
           backend.log.calls.map((x) => x.arg),
-          ['before'],
+          ['before', '400'],
         );
+        assert.equal((await slow).value, 'b:400');
+        busy.close();
         s.end();
         await closing;
         await closed;
