@@ -20,7 +20,7 @@ import {
   readTraceContext,
   writeRetries,
 } from '../../src/protocol/mux/contexts.js';
-import { MuxBadMessageError, MuxMessageTooLargeError } from '../../src/protocol/mux/errors.js';
+import { MuxBadMessageError, MuxMessageTooLargeError, MuxPartialBudgetError } from '../../src/protocol/mux/errors.js';
 import { Defragmenter, encodeFrame, FrameDecoder, frameHeader, MuxType, TAG_MSB, type MuxFrame } from '../../src/protocol/mux/frame.js';
 import {
   decodeInit,
@@ -209,6 +209,29 @@ describe('mux framing: fragments, limits, malformed input', () => {
     d.accept(MuxType.Rdispatch, 9 | TAG_MSB, hex('010203'));
     assert.throws(() => d.accept(MuxType.Rdispatch, 9 | TAG_MSB, hex('0405')), MuxMessageTooLargeError);
     assert.throws(() => new Defragmenter(100).accept(MuxType.Tping, 1 | TAG_MSB, Buffer.alloc(0)), MuxBadMessageError);
+  });
+
+  it('bounds partial messages per connection: bytes across tags, and the number of tags', () => {
+    // Each message is within its 4 KiB limit; together they pass the 8 KiB budget.
+    const d = new Defragmenter(4096);
+    d.accept(MuxType.Tdispatch, 2 | TAG_MSB, Buffer.alloc(3000));
+    d.accept(MuxType.Tdispatch, 3 | TAG_MSB, Buffer.alloc(3000));
+    assert.equal(d.heldBytes, 6000);
+    assert.throws(() => d.accept(MuxType.Tdispatch, 4 | TAG_MSB, Buffer.alloc(3000)), MuxPartialBudgetError);
+    // Completed and discarded messages give their bytes back.
+    const e = new Defragmenter(4096);
+    e.accept(MuxType.Tdispatch, 2 | TAG_MSB, Buffer.alloc(3000));
+    e.accept(MuxType.Tdispatch, 2, Buffer.alloc(1000));
+    e.accept(MuxType.Tdispatch, 3 | TAG_MSB, Buffer.alloc(3000));
+    e.accept(MuxType.BadTdiscarded, 0, encodeTdiscarded(3, 'x'));
+    assert.equal(e.heldBytes, 0);
+    assert.equal(e.pending, 0);
+  });
+
+  it('caps the tags with partial messages', () => {
+    const d = new Defragmenter(1 << 20, 1 << 30, 4);
+    for (let t = 2; t < 6; t++) d.accept(MuxType.Tdispatch, t | TAG_MSB, hex('01'));
+    assert.throws(() => d.accept(MuxType.Tdispatch, 6 | TAG_MSB, hex('01')), MuxPartialBudgetError);
   });
 
   it('cuts frames across arbitrary chunk boundaries; refuses a size under 4 and a frame over the limit before buffering it', () => {

@@ -59,3 +59,29 @@ test('a route ahead of mux takes the connections it recognises; mux clients stil
     await new Promise<void>((r) => server.close(() => r()));
   }
 });
+
+test('a connection that does not send enough bytes to tell its protocol in time is closed', { timeout: 10_000 }, async () => {
+  let adopted = 0;
+  let rejected = 0;
+  const server = createServer((s) => {
+    s.on('error', () => undefined);
+    routeByFirstBytes(s, [muxRoute(() => adopted++)], 64, () => rejected++, 150);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  const quiet = connect({ port, host: '127.0.0.1' });
+  const partial = connect({ port, host: '127.0.0.1' });
+  try {
+    quiet.on('error', () => undefined);
+    partial.on('error', () => undefined);
+    partial.write(Buffer.from([0, 0]));
+    const closed = (s: Socket): Promise<void> => new Promise((r) => s.once('close', () => r()));
+    await Promise.all([closed(quiet), closed(partial)]);
+    assert.equal(rejected, 2);
+    assert.equal(adopted, 0);
+  } finally {
+    quiet.destroy();
+    partial.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+});

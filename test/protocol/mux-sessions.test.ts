@@ -230,6 +230,31 @@ describe('mux sessions', { timeout: 30_000 }, () => {
     }
   });
 
+  it('an unanswered Tping drops the session pingTimeoutMs after it was sent, not at the next interval', async () => {
+    const { createServer } = await import('node:net');
+    let pingAt = 0;
+    const mute = createServer((s) => {
+      s.on('error', () => undefined);
+      s.on('data', (chunk: Buffer) => {
+        if (chunk.includes(Buffer.from('tinit check'))) s.write(encodeFrame(MuxType.BadRerr, 1, Buffer.from('tinit check')));
+        if (chunk.includes(Buffer.from([MuxType.Tinit, 0, 0, 1]))) s.write(encodeFrame(MuxType.Rinit, 1, encodeInit({ version: 1, headers: [] })));
+        if (chunk.includes(Buffer.from([0, 0, 0, 4, MuxType.Tping, 0, 0, 1]))) pingAt ||= performance.now();
+      });
+    });
+    await new Promise<void>((r) => mute.listen(0, '127.0.0.1', r));
+    // The interval is long and the timeout short: the old check, made at the next interval, would
+    // have dropped the session 2000 ms after the ping.
+    const c = new MuxTestClient((mute.address() as { port: number }).port, { pingIntervalMs: 2000, pingTimeoutMs: 100 });
+    try {
+      await eventually(() => c.closedSocket, 6000, 'the session dropped');
+      const late = performance.now() - pingAt;
+      assert.ok(pingAt > 0 && late < 1500, `dropped ${Math.round(late)} ms after the Tping`);
+    } finally {
+      c.close();
+      await new Promise<void>((r) => mute.close(() => r()));
+    }
+  });
+
   it('Tdiscarded reaches the server owner, which answers Rdiscarded; the tag is then free again', async () => {
     const b = await startMuxBackend('b', () => undefined);
     const c = new MuxTestClient(b.port);
@@ -241,6 +266,25 @@ describe('mux sessions', { timeout: 30_000 }, () => {
       assert.equal(b.discarded[0], call.handler.tag);
       assert.equal(b.received[0]!.session.pending(call.handler.tag), false);
       await eventually(() => c.session.active === 0, 2000, 'the tag freed by Rdiscarded');
+    } finally {
+      c.close();
+      await b.close();
+    }
+  });
+
+  it('discarding a Tdispatch still being written in fragments frees its tag at once (the server never had it)', async () => {
+    const b = await startMuxBackend('b', (r) => (r.req.msg.body.length < 100 ? r.reply(0, 'ok') : undefined), { maxFrameBytes: 1024 });
+    const c = new MuxTestClient(b.port);
+    try {
+      assert.equal((await c.call({ body: 'hello' }).reply).body.toString(), 'ok');
+      const big = c.call({ body: Buffer.alloc(1 << 20, 1) });
+      const tag = big.handler.tag;
+      c.discard(big.handler);
+      await eventually(() => c.session.active === 0, 2000, 'the tag freed');
+      const next = c.call({ body: 'again' });
+      assert.equal(next.handler.tag, tag);
+      assert.equal((await next.reply).body.toString(), 'ok');
+      assert.equal(b.received.length, 2);
     } finally {
       c.close();
       await b.close();

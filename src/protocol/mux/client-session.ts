@@ -8,7 +8,8 @@
 import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
 import { MuxBadMessageError, MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
-import { CONTROL_TAG, MAX_TAG, MIN_TAG, MuxType } from './frame.js';
+import { CONTROL_TAG, MuxType } from './frame.js';
+import { TagPool } from './tag-pool.js';
 import { decodeRdispatch, decodeTlease, encodeTdiscarded, encodeTdispatchHead, MUX_VERSION, TINIT_CHECK, type MuxContextEntry, type MuxDelegation, type ReplyStatusCode } from './messages.js';
 
 /** A dispatch as the session writes it. */
@@ -40,6 +41,11 @@ export interface MuxClientOptions extends MuxConnectionOptions {
    * Default {@link DEFAULT_HANDSHAKE_TIMEOUT_MS}.
    */
   readonly handshakeTimeoutMs?: number | undefined;
+  /**
+   * How long the session may sit with nothing in flight before it closes itself (the client's
+   * `clientSession.idleTimeMs`); undefined: no limit. Pings do not count as use.
+   */
+  readonly idleTimeMs?: number | undefined;
 }
 
 /** The handshake's default time limit. */
@@ -61,17 +67,21 @@ export class MuxClientSession extends MuxConnection {
   readonly #copts: MuxClientOptions;
   /** Tag → its handler; null once discarded (the tag stays taken until the server answers). */
   readonly #tags = new Map<number, MuxReplyHandler | null>();
-  readonly #freeTags: number[] = [];
-  #nextTag = MIN_TAG;
+  readonly #tagPool = new TagPool();
   /** Dispatches waiting for the handshake. */
   #queued: { readonly handler: MuxReplyHandler; readonly req: MuxDispatch }[] = [];
   /** Requests whose handler still waits (not discarded). */
   #live = 0;
   /** Epoch ms the current lease ends (Infinity: no lease given). */
   #leaseUntil = Infinity;
-  #pingSentAt = 0;
+  /** A Tping is out, unanswered. */
+  #pingOut = false;
+  #pingDeadline: NodeJS.Timeout | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
+  /** performance.now() when the session last became idle (nothing in flight); -1 while busy. */
+  #idleSince = -1;
+  #idleTimer: NodeJS.Timeout | undefined;
   #closeWaiters: (() => void)[] = [];
 
   constructor(socket: Socket, opts: MuxClientOptions, owner: MuxClientSessionOwner) {
@@ -113,14 +123,15 @@ export class MuxClientSession extends MuxConnection {
       handler.failed(new MuxSessionClosedError(), false);
       return;
     }
+    this.#idleSince = -1;
     this.#live++;
     if (this.#state !== 'open') this.#queued.push({ handler, req });
     else this.#write(handler, req);
   }
 
   #write(handler: MuxReplyHandler, req: MuxDispatch): void {
-    const tag = this.#freeTags.pop() ?? this.#nextTag++;
-    if (tag > MAX_TAG) {
+    const tag = this.#tagPool.acquire();
+    if (tag === undefined) {
       this.#live--;
       handler.failed(new MuxSessionClosedError('mux session has no free tag'), false);
       return;
@@ -133,7 +144,8 @@ export class MuxClientSession extends MuxConnection {
   /**
    * The caller gave up on a dispatch: a Tdiscarded interrupts the server's work. The tag stays
    * taken until the server answers (an Rdispatch or Rdiscarded), so a late reply never reaches
-   * another request.
+   * another request; unless the dispatch was still being written in fragments, in which case the
+   * server never had it and the tag is free at once.
    */
   discard(handler: MuxReplyHandler, why: string): void {
     const q = this.#queued.findIndex((e) => e.handler === handler);
@@ -144,10 +156,16 @@ export class MuxClientSession extends MuxConnection {
     }
     const tag = handler.tag;
     if (tag === 0 || this.#tags.get(tag) !== handler) return;
-    this.#tags.set(tag, null);
     this.#live--;
-    this.cancelStream(tag);
+    const cutShort = this.cancelStream(tag);
     this.writeFrame(MuxType.BadTdiscarded, 0, encodeTdiscarded(tag, why));
+    if (cutShort) {
+      // Only part of the Tdispatch went out: the server never had a request on this tag, so no
+      // answer will come; its Tdiscarded (written before any reuse) drops what it holds. Free now.
+      this.#tags.delete(tag);
+      this.#tagPool.release(tag);
+      if (this.#tags.size === 0 && this.#queued.length === 0) this.#becameIdle();
+    } else this.#tags.set(tag, null);
     this.#maybeFinishDrain();
   }
 
@@ -155,12 +173,40 @@ export class MuxClientSession extends MuxConnection {
     const h = this.#tags.get(tag);
     if (h === undefined) return undefined;
     this.#tags.delete(tag);
-    this.#freeTags.push(tag);
-    // Smallest first, as the spec asks: keep the free list sorted high to low.
-    if (this.#freeTags.length > 1) this.#freeTags.sort((a, b) => b - a);
+    this.#tagPool.release(tag);
     if (h !== null) this.#live--;
+    if (this.#tags.size === 0 && this.#queued.length === 0) this.#becameIdle();
     return h;
   }
+
+  /**
+   * Nothing is in flight: the idle clock starts. One timer serves the session; when it fires
+   * early (the session was used meanwhile) it is set again for what is left.
+   */
+  #becameIdle(): void {
+    const limit = this.#copts.idleTimeMs;
+    if (limit === undefined || limit <= 0) return;
+    this.#idleSince = performance.now();
+    if (this.#idleTimer === undefined) {
+      this.#idleTimer = setTimeout(this.#idleCheck, limit);
+      this.#idleTimer.unref();
+    }
+  }
+
+  readonly #idleCheck = (): void => {
+    this.#idleTimer = undefined;
+    if (this.ended || this.#idleSince < 0) return;
+    const limit = this.#copts.idleTimeMs as number;
+    const left = this.#idleSince + limit - performance.now();
+    if (left > 0) {
+      this.#idleTimer = setTimeout(this.#idleCheck, left);
+      this.#idleTimer.unref();
+      return;
+    }
+    this.opts.log?.debug({ idleTimeMs: limit }, 'closing an idle mux session');
+    this.#owner.gone(this);
+    void this.close();
+  };
 
   protected message(type: number, tag: number, body: Buffer): void {
     switch (this.#state) {
@@ -208,6 +254,7 @@ export class MuxClientSession extends MuxConnection {
     const queued = this.#queued;
     this.#queued = [];
     for (const q of queued) this.#write(q.handler, q.req);
+    if (this.#tags.size === 0) this.#becameIdle();
     const every = this.#copts.pingIntervalMs;
     if (every > 0) {
       this.#pingTimer = setInterval(this.#ping, every);
@@ -215,14 +262,21 @@ export class MuxClientSession extends MuxConnection {
     }
   }
 
+  /** Every interval: a Tping (unless one is still out), with its own one-shot deadline. */
   readonly #ping = (): void => {
-    if (this.ended) return;
-    if (this.#pingSentAt !== 0) {
-      if (Date.now() - this.#pingSentAt > this.#copts.pingTimeoutMs) this.protocolError(new MuxSessionLostError('mux server did not answer a Tping in time'));
-      return;
-    }
-    this.#pingSentAt = Date.now();
+    if (this.ended || this.#pingOut) return;
+    this.#pingOut = true;
     this.writeFrame(MuxType.Tping, CONTROL_TAG);
+    const limit = this.#copts.pingTimeoutMs;
+    if (limit > 0) {
+      this.#pingDeadline = setTimeout(this.#pingTimedOut, limit);
+      this.#pingDeadline.unref();
+    }
+  };
+
+  readonly #pingTimedOut = (): void => {
+    this.#pingDeadline = undefined;
+    if (this.#pingOut && !this.ended) this.protocolError(new MuxSessionLostError(`mux server did not answer a Tping within ${this.#copts.pingTimeoutMs} ms`));
   };
 
   #onMessage(type: number, tag: number, body: Buffer): void {
@@ -246,7 +300,9 @@ export class MuxClientSession extends MuxConnection {
         this.#release(tag)?.failed(new MuxSessionLostError('the server discarded the request'), true);
         break;
       case MuxType.Rping:
-        this.#pingSentAt = 0;
+        this.#pingOut = false;
+        clearTimeout(this.#pingDeadline);
+        this.#pingDeadline = undefined;
         break;
       case MuxType.Tping:
         this.writeFrame(MuxType.Rping, tag);
@@ -305,7 +361,9 @@ export class MuxClientSession extends MuxConnection {
   protected onClosed(err: Error | undefined): void {
     this.#state = 'closed';
     clearInterval(this.#pingTimer);
+    clearTimeout(this.#pingDeadline);
     clearTimeout(this.#handshakeTimer);
+    clearTimeout(this.#idleTimer);
     this.#failQueued(new MuxSessionClosedError());
     const lost = new MuxSessionLostError(err === undefined ? 'mux connection closed with requests in flight' : `mux connection lost: ${err.message}`, err === undefined ? undefined : { cause: err });
     const tags = [...this.#tags.values()];

@@ -194,17 +194,11 @@ export class MuxTransport implements MuxClientSessionOwner {
     }
     const session = new MuxClientSession(
       socket,
-      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, handshakeTimeoutMs: o.handshakeTimeoutMs, log: o.log },
+      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, handshakeTimeoutMs: o.handshakeTimeoutMs, idleTimeMs: o.idleTimeMs, log: o.log },
       this,
     );
     this.#session = session;
     this.#sessions.add(session);
-    if (o.idleTimeMs !== undefined) {
-      socket.setTimeout(o.idleTimeMs);
-      socket.on('timeout', () => {
-        if (session.active === 0) void session.close();
-      });
-    }
     if (o.lifeTimeMs !== undefined) {
       const timer = setTimeout(() => {
         this.gone(session);

@@ -6,7 +6,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { MuxBadMessageError, MuxMessageTooLargeError } from './errors.js';
+import { MuxBadMessageError, MuxMessageTooLargeError, MuxPartialBudgetError } from './errors.js';
 import { Defragmenter, FrameDecoder, frameHeader, isFragmentable, MuxType, TAG_MSB, encodeFrame, type FrameSink } from './frame.js';
 import { decodeInit, encodeInit, FRAMER_HEADER, initHeader, type MuxInit } from './messages.js';
 import { noteSocketRead } from '../../core/read-pacer.js';
@@ -33,6 +33,12 @@ interface OutStream {
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * Bytes queued on a socket (written, not yet taken by the kernel) above which a side that pauses on
+ * its write backlog stops reading until the socket drains.
+ */
+export const WRITE_HIGH_WATER_BYTES = 1024 * 1024;
+
 export abstract class MuxConnection implements FrameSink {
   readonly socket: Socket;
   protected readonly opts: MuxConnectionOptions;
@@ -45,6 +51,15 @@ export abstract class MuxConnection implements FrameSink {
   #streams: OutStream[] = [];
   #scheduled = false;
   #socketError: Error | undefined;
+  /** Reads paused until the socket drains (see {@link pausesOnWriteBacklog}). */
+  #writeBlocked = false;
+
+  /**
+   * Whether reads pause while more than {@link WRITE_HIGH_WATER_BYTES} wait to be written: a server
+   * does, so a client that sends but never reads cannot make it queue without bound. (A client
+   * session does not: pausing both ends of a connection on each other's backlog could deadlock.)
+   */
+  protected pausesOnWriteBacklog = false;
 
   constructor(socket: Socket, opts: MuxConnectionOptions) {
     this.socket = socket;
@@ -96,15 +111,46 @@ export abstract class MuxConnection implements FrameSink {
   protected protocolError(err: unknown): void {
     const e = err instanceof Error ? err : new MuxBadMessageError(String(err));
     this.#socketError ??= e;
-    const level = e instanceof MuxBadMessageError || e instanceof MuxMessageTooLargeError ? 'warn' : 'error';
+    const level = e instanceof MuxBadMessageError || e instanceof MuxMessageTooLargeError || e instanceof MuxPartialBudgetError ? 'warn' : 'error';
     this.opts.log?.[level]({ err: e.message, remote: `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}` }, 'mux protocol error; closing the connection');
     this.socket.destroy();
+  }
+
+  /**
+   * Ends the connection once what was written has gone, reading nothing more; cut after a grace
+   * period if the peer does not close its side.
+   */
+  protected closeAfterWrites(graceMs = 1000): void {
+    const socket = this.socket;
+    socket.pause();
+    socket.end();
+    setTimeout(() => socket.destroy(), graceMs).unref();
   }
 
   /** Writes a small message whole (control messages, Rerr). */
   protected writeFrame(type: number, tag: number, body: Buffer = EMPTY): void {
     if (this.ended || this.socket.destroyed) return;
     this.socket.write(encodeFrame(type, tag, body));
+    this.#checkBacklog();
+  }
+
+  /** Pauses reads while the write backlog is over the mark (servers only); resumes on 'drain'. */
+  #checkBacklog(): void {
+    const socket = this.socket;
+    if (!this.pausesOnWriteBacklog || this.#writeBlocked || socket.writableLength <= WRITE_HIGH_WATER_BYTES) return;
+    this.#writeBlocked = true;
+    socket.pause();
+    socket.once('drain', this.#drained);
+  }
+
+  readonly #drained = (): void => {
+    this.#writeBlocked = false;
+    if (!this.ended) this.socket.resume();
+  };
+
+  /** Whether reads are paused on the write backlog. */
+  get readsPaused(): boolean {
+    return this.#writeBlocked;
   }
 
   /**
@@ -121,6 +167,7 @@ export abstract class MuxConnection implements FrameSink {
       this.#writeFragment(stream);
       this.#streams.push(stream);
       this.#schedule();
+      this.#checkBacklog();
       return;
     }
     socket.cork();
@@ -128,11 +175,12 @@ export abstract class MuxConnection implements FrameSink {
     socket.write(head);
     if (body.length > 0) socket.write(body);
     socket.uncork();
+    this.#checkBacklog();
   }
 
   /**
-   * Stops writing the fragments of `tag`'s message; true when some were already written (the peer
-   * holds a partial message that a discard must drop).
+   * Stops writing the fragments of `tag`'s message; true when it was cut short (some fragments
+   * written, not the last: the peer holds a partial message that a discard must drop).
    */
   protected cancelStream(tag: number): boolean {
     const i = this.#streams.findIndex((s) => s.tag === tag);
@@ -163,6 +211,7 @@ export abstract class MuxConnection implements FrameSink {
       else i++;
     }
     socket.uncork();
+    this.#checkBacklog();
     if (streams.length === 0) this.streamsFlushed();
     else this.#schedule();
   };

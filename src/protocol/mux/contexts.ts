@@ -122,6 +122,12 @@ export function muxFailureContexts(flags: bigint): MuxContextEntry[] {
 }
 
 /** Now, in nanoseconds since the epoch (the deadline context's clock). */
+/**
+ * The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days); a longer one fires after
+ * 1 ms. A deadline further off than this arms no timer (it is, for a call, no deadline).
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export function epochNanos(): bigint {
   return BigInt(Date.now()) * 1_000_000n;
 }

@@ -26,6 +26,16 @@ export class MuxMessageTooLargeError extends PrxError {
 }
 
 /**
+ * The peer holds too much in partly sent (fragmented) messages on one connection: more bytes, or
+ * more tags, than the connection-level budget allows.
+ */
+export class MuxPartialBudgetError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_MUX_PARTIAL_BUDGET', message);
+  }
+}
+
+/**
  * The session was closed, draining or not yet usable when the request was to be written: it never
  * left, so it may go to another endpoint.
  */

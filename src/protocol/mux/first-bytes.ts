@@ -28,18 +28,31 @@ export function muxRoute(adopt: (socket: Socket, head: Buffer) => void): FirstBy
 }
 
 /**
- * Reads until a route accepts the connection (up to `maxBytes`; past it, or when no route can
- * accept, the connection is closed). `onRejected` hears of connections no route took.
+ * How long a connection may take to send the bytes that tell its protocol; past it, the
+ * connection is closed (a peer that connects and says nothing holds no socket for ever).
  */
-export function routeByFirstBytes(socket: Socket, routes: readonly FirstBytesRoute[], maxBytes = 64, onRejected?: (socket: Socket) => void): void {
+export const FIRST_BYTES_TIMEOUT_MS = 10_000;
+
+/**
+ * Reads until a route accepts the connection (up to `maxBytes`, within `timeoutMs`; past either,
+ * or when no route can accept, the connection is closed). `onRejected` hears of connections no
+ * route took.
+ */
+export function routeByFirstBytes(socket: Socket, routes: readonly FirstBytesRoute[], maxBytes = 64, onRejected?: (socket: Socket) => void, timeoutMs = FIRST_BYTES_TIMEOUT_MS): void {
   let head: Buffer = Buffer.alloc(0);
+  const stop = (): void => {
+    clearTimeout(timer);
+    socket.off('data', onData);
+    socket.off('close', onClose);
+  };
+  const onClose = (): void => stop();
   const onData = (chunk: Buffer): void => {
     head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
     // Routes are asked in order: one still undecided holds back those after it.
     for (const r of routes) {
       const yes = r.accepts(head);
       if (yes === true) {
-        socket.off('data', onData);
+        stop();
         r.adopt(socket, head);
         return;
       }
@@ -48,9 +61,16 @@ export function routeByFirstBytes(socket: Socket, routes: readonly FirstBytesRou
         break;
       }
     }
-    socket.off('data', onData);
+    stop();
     onRejected?.(socket);
     socket.destroy();
   };
+  const timer = setTimeout(() => {
+    stop();
+    onRejected?.(socket);
+    socket.destroy();
+  }, timeoutMs);
+  timer.unref();
   socket.on('data', onData);
+  socket.once('close', onClose);
 }

@@ -6,7 +6,7 @@
  * slices of what was read (no copy unless a frame spans reads), and a frame over the limit is an
  * error before any of it is buffered.
  */
-import { MuxBadMessageError, MuxMessageTooLargeError } from './errors.js';
+import { MuxBadMessageError, MuxMessageTooLargeError, MuxPartialBudgetError } from './errors.js';
 
 /** Message types (signed bytes). */
 export const MuxType = {
@@ -45,6 +45,9 @@ export const FRAME_HEADER_BYTES = 8;
 
 /** The default limit on one message (a frame, or the fragments of one reassembled): 16 MiB. */
 export const DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** Tags one connection may have partly received messages on at once. */
+export const MAX_PARTIAL_TAGS = 256;
 
 /** Whether a message of this type may be split into fragments (application messages with bodies). */
 export function isFragmentable(type: number): boolean {
@@ -159,14 +162,34 @@ export class FrameDecoder {
 
 /**
  * Reassembles fragmented messages per tag: fragments (tag MSB set) are held until the fragment
- * without the bit; a discard of the tag drops what was held. Whole messages pass through.
+ * without the bit; a discard of the tag drops what was held. Whole messages pass through. Besides
+ * each message's own limit, what is held across tags is bounded: at most `maxPartialBytes`
+ * (default twice the message limit) on at most {@link MAX_PARTIAL_TAGS} tags.
  */
 export class Defragmenter {
   readonly #partial = new Map<number, { parts: Buffer[]; bytes: number }>();
   readonly #maxMessageBytes: number;
+  readonly #maxPartialBytes: number;
+  readonly #maxPartialTags: number;
+  /** Bytes held across every tag. */
+  #heldBytes = 0;
 
-  constructor(maxMessageBytes: number) {
+  constructor(maxMessageBytes: number, maxPartialBytes = 2 * maxMessageBytes, maxPartialTags = MAX_PARTIAL_TAGS) {
     this.#maxMessageBytes = maxMessageBytes;
+    this.#maxPartialBytes = maxPartialBytes;
+    this.#maxPartialTags = maxPartialTags;
+  }
+
+  /** Bytes held in partly received messages. */
+  get heldBytes(): number {
+    return this.#heldBytes;
+  }
+
+  #drop(tag: number): void {
+    const held = this.#partial.get(tag);
+    if (held === undefined) return;
+    this.#heldBytes -= held.bytes;
+    this.#partial.delete(tag);
   }
 
   /** The message this frame completes (its tag without the fragment bit), or undefined while more are to come. */
@@ -176,20 +199,30 @@ export class Defragmenter {
     const partial = this.#partial.get(tag);
     if (isDiscard(type) && type !== MuxType.Rdiscarded) {
       // A Tdiscarded names its tag in its body; a partly received Tdispatch of that tag is dropped.
-      if (body.length >= 3) this.#partial.delete(body.readUIntBE(0, 3));
+      if (body.length >= 3) this.#drop(body.readUIntBE(0, 3));
       return { type, tag, body };
     }
-    if (type === MuxType.Rdiscarded) this.#partial.delete(tag);
+    if (type === MuxType.Rdiscarded) {
+      this.#drop(tag);
+      return { type, tag, body };
+    }
     if (!more && partial === undefined) return { type, tag, body };
     if (!isFragmentable(type)) throw new MuxBadMessageError(`mux message type ${type} cannot be fragmented`);
     const held = partial ?? { parts: [], bytes: 0 };
     held.bytes += body.length;
     if (held.bytes > this.#maxMessageBytes) throw new MuxMessageTooLargeError(held.bytes, this.#maxMessageBytes);
-    held.parts.push(body);
     if (more) {
-      if (partial === undefined) this.#partial.set(tag, held);
+      if (partial === undefined) {
+        if (this.#partial.size >= this.#maxPartialTags) throw new MuxPartialBudgetError(`mux peer has partial messages on more than ${this.#maxPartialTags} tags`);
+        this.#partial.set(tag, held);
+      }
+      this.#heldBytes += body.length;
+      if (this.#heldBytes > this.#maxPartialBytes) throw new MuxPartialBudgetError(`mux peer holds ${this.#heldBytes} bytes in partial messages, over the connection's budget of ${this.#maxPartialBytes}`);
+      held.parts.push(body);
       return undefined;
     }
+    held.parts.push(body);
+    this.#heldBytes -= held.bytes - body.length;
     this.#partial.delete(tag);
     return { type, tag, body: Buffer.concat(held.parts, held.bytes) };
   }

@@ -43,6 +43,9 @@ const TINIT_CHECK_BYTES = Buffer.from(TINIT_CHECK);
 const EMPTY = Buffer.alloc(0);
 const NACK_CONTEXTS = muxFailureContexts(MuxFailureFlag.Retryable | MuxFailureFlag.Rejected);
 
+/** Requests one session may have in flight; more are nacked (safe to retry elsewhere). */
+export const MAX_SESSION_INFLIGHT = 1024;
+
 type State = 'open' | 'draining' | 'closed';
 
 export class MuxServerSession extends MuxConnection {
@@ -56,6 +59,7 @@ export class MuxServerSession extends MuxConnection {
   constructor(socket: Socket, opts: MuxConnectionOptions, owner: MuxServerOwner, head?: Buffer) {
     super(socket, opts);
     this.#owner = owner;
+    this.pausesOnWriteBacklog = true;
     this.start(head);
   }
 
@@ -69,6 +73,7 @@ export class MuxServerSession extends MuxConnection {
   }
 
   protected message(type: number, tag: number, body: Buffer): void {
+    if (this.#state === 'closed') return;
     switch (type) {
       case MuxType.Tdispatch:
         return this.#request(tag, 'dispatch', body);
@@ -114,18 +119,37 @@ export class MuxServerSession extends MuxConnection {
 
   #request(tag: number, kind: 'dispatch' | 'req', body: Buffer): void {
     if (tag === 0) throw new MuxBadMessageError('a request may not use the marker tag 0');
-    if (this.#tags.has(tag)) {
-      this.writeFrame(MuxType.BadRerr, tag, Buffer.from(`duplicate tag ${tag}`));
-      return;
-    }
+    if (this.#tags.has(tag)) return this.#duplicateTag(tag);
     const req: MuxInbound = kind === 'dispatch' ? { kind, msg: decodeTdispatch(body) } : { kind, msg: decodeTreq(body) };
-    if (this.#state !== 'open') {
-      // Draining: not taken, and safe for the client to send elsewhere.
+    if (this.#state !== 'open' || this.#tags.size >= MAX_SESSION_INFLIGHT) {
+      // Draining, or the session's requests in flight at their cap: not taken, and safe for the
+      // client to send elsewhere.
       this.#writeReply(tag, kind, ReplyStatus.Nack, NACK_CONTEXTS, EMPTY);
       return;
     }
     this.#tags.set(tag, kind);
     this.#owner.request(this, tag, req);
+  }
+
+  /**
+   * A request on a tag already in flight: the client's tag accounting is broken, so no reply on
+   * this session can be trusted to reach the right request. As Finagle's server does, it is a
+   * protocol fault: every pending request is answered Rerr and interrupted, and the connection is
+   * closed (logged).
+   */
+  #duplicateTag(tag: number): void {
+    const why = `duplicate mux tag ${tag}: the session is closed`;
+    this.opts.log?.warn({ err: why, remote: `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}` }, 'mux protocol error; closing the connection');
+    this.#state = 'closed';
+    const tags = [...this.#tags.keys()];
+    this.#tags.clear();
+    const reason = Buffer.from(why, 'utf8');
+    for (const t of tags) {
+      this.cancelStream(t);
+      this.writeFrame(MuxType.BadRerr, t, reason);
+    }
+    for (const t of tags) this.#owner.discarded(this, t, why);
+    this.closeAfterWrites();
   }
 
   /** Whether `tag`'s request still waits for its answer (not answered, discarded or lost). */

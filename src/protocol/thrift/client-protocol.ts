@@ -8,10 +8,12 @@ import { ThriftTransport, type ThriftEndpointOptions, type ThriftExchange, type 
 import { MessageType } from './message.js';
 
 /**
- * How a thrift service classifies replies. As in Linkerd 1 (whose thrift router forwards bytes
- * and never decodes a result struct): any REPLY is a success at the transport, even one carrying
- * an exception the IDL declares; an EXCEPTION message (TApplicationException) is a failure. No
- * reply is retried: only calls that never reached a peer are sent again.
+ * How a thrift service classifies replies: prx's own decision. Any REPLY is a success, even one
+ * carrying an exception the IDL declares (the result struct is never decoded); an EXCEPTION
+ * message (TApplicationException) counts as a failure, for failure accrual and stats. Linkerd 1's
+ * thrift router forwards raw bytes without looking at the message type, and Finagle's default
+ * classifier counts any reply a success; prx reads the type byte it already has. No reply is
+ * retried: only calls that never reached a peer are sent again.
  */
 export type ThriftClassification = Readonly<Record<never, never>>;
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { Dtab, readDtab, readPath, type Path } from '../../naming/index.js';
 import type { MuxRequest } from '../../protocol/mux/client-transport.js';
-import { encodeTraceContext, epochNanos, readDeadline } from '../../protocol/mux/contexts.js';
+import { encodeTraceContext, epochNanos, MAX_TIMER_MS, readDeadline } from '../../protocol/mux/contexts.js';
 import type { MuxContextEntry } from '../../protocol/mux/messages.js';
 import { ReplyStatus } from '../../protocol/mux/messages.js';
 import type { MuxInbound, MuxServerSession } from '../../protocol/mux/server-session.js';
@@ -81,7 +81,7 @@ export class MuxCall {
         const leftMs = Number(deadline.deadlineNanos - epochNanos()) / 1e6;
         const totalMs = Number(deadline.deadlineNanos - deadline.timestampNanos) / 1e6;
         if (leftMs <= 0) throw new MuxDeadlineExceededError(Math.max(0, totalMs), dst.show);
-        timer = setTimeout(() => this.#interrupt(new MuxDeadlineExceededError(Math.max(0, totalMs), dst.show)), leftMs);
+        if (leftMs <= MAX_TIMER_MS) timer = setTimeout(() => this.#interrupt(new MuxDeadlineExceededError(Math.max(0, totalMs), dst.show)), leftMs);
       }
       const serving = svc.serve(req, this.handle, Date.now() + router.bindingTimeoutMs, this.started);
       serving.catch(noop);

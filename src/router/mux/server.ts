@@ -74,7 +74,8 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
 
   #adopt(socket: Socket, head: Buffer): void {
     const session = new MuxServerSession(socket, this.#sessionOpts, this, head);
-    if (!session.ended) this.#calls.set(session, new Map<number, MuxCall>());
+    // Requests in the first bytes were taken during construction: their map must stay.
+    if (!session.ended && !this.#calls.has(session)) this.#calls.set(session, new Map<number, MuxCall>());
   }
 
   listen(ip: string, port: number): Promise<ServerAddress> {

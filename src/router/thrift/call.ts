@@ -46,6 +46,11 @@ export class ThriftCall implements RequestHeaderSource {
     this.#incoming = incoming;
   }
 
+  /** The call's size as read (what the connection holds for it until answered). */
+  get requestBytes(): number {
+    return this.#message.length;
+  }
+
   /** The server span of a call: the caller's span from its TTwitter header, else a new root. */
   traceId(): TraceId {
     const h = this.#incoming;

@@ -1,6 +1,6 @@
 import { errorMessage } from '../../core/errors.js';
 import { Dtab, readDtab, type Path } from '../../naming/index.js';
-import { epochNanos, MuxFailureFlag, muxFailureContexts, readDeadline, readTraceContext } from '../../protocol/mux/contexts.js';
+import { epochNanos, MAX_TIMER_MS, MuxFailureFlag, muxFailureContexts, readDeadline, readTraceContext } from '../../protocol/mux/contexts.js';
 import { ReplyStatus, type MuxContextEntry } from '../../protocol/mux/messages.js';
 import type { MuxInbound, MuxServerSession } from '../../protocol/mux/server-session.js';
 import type { RequestHeaderSource, ThriftRequest } from '../../protocol/thrift/client-transport.js';
@@ -101,7 +101,7 @@ export class ThriftMuxCall implements RequestHeaderSource {
         const leftMs = Number(deadline.deadlineNanos - epochNanos()) / 1e6;
         const totalMs = Math.max(0, Number(deadline.deadlineNanos - deadline.timestampNanos) / 1e6);
         if (leftMs <= 0) throw new ThriftMuxDeadlineExceededError(totalMs, dst.show);
-        timer = setTimeout(() => this.#interrupt(new ThriftMuxDeadlineExceededError(totalMs, dst.show)), leftMs);
+        if (leftMs <= MAX_TIMER_MS) timer = setTimeout(() => this.#interrupt(new ThriftMuxDeadlineExceededError(totalMs, dst.show)), leftMs);
       }
       const oneway = h.type === MessageType.ONEWAY;
       const req: ThriftRequest = { message: body, header: h, oneway, context: this, encodedHeader: undefined };

@@ -19,6 +19,12 @@ import { noteSocketRead } from '../../core/read-pacer.js';
 
 /** Calls one connection may have in flight (pipelined) before its reads pause. */
 const MAX_PIPELINED = 128;
+/**
+ * A connection's reads pause while the bytes of its calls in flight, or of its replies queued
+ * (written, not yet taken by the kernel), are above this: a client that does not read its replies
+ * stops being read, and what is held for it stays near this bound (plus one message).
+ */
+export const WRITE_HIGH_WATER_BYTES = 1024 * 1024;
 
 /**
  * One server of a thrift router: a TCP listener whose connections carry framed or buffered calls
@@ -118,7 +124,12 @@ export class ThriftServerConnection implements CallConnection {
   #calls: ThriftCall[] = [];
   #first = true;
   #upgraded = false;
+  /** Reads paused (too many calls or bytes in flight, or replies queued). */
   #paused = false;
+  /** Waiting for the socket's 'drain' to look again. */
+  #awaitingDrain = false;
+  /** Bytes of the calls in flight (held until answered). */
+  #inflightBytes = 0;
   #closeWhenIdle = false;
   #gone = false;
 
@@ -140,12 +151,15 @@ export class ThriftServerConnection implements CallConnection {
   }
 
   #data(chunk: Buffer): void {
+    // Draining: nothing new is routed (a call read now would go upstream with nowhere to answer);
+    // the bytes are read and dropped so the client's close is still seen.
+    if (this.#closeWhenIdle) return;
     const r = this.#reader;
     r.push(chunk);
     try {
       for (let m = r.next(); m !== undefined; m = r.next()) {
         this.#message(m, r.prefixLength);
-        if (this.#gone) return;
+        if (this.#gone || this.#closeWhenIdle) return;
       }
     } catch (err) {
       this.#malformed(err);
@@ -170,11 +184,12 @@ export class ThriftServerConnection implements CallConnection {
     const incoming = prefixLength === 0 ? undefined : decodeRequestHeader(this.protocol, unit.subarray(0, prefixLength));
     const call = new ThriftCall(this, msg, h, incoming);
     this.#calls.push(call);
+    this.#inflightBytes += msg.length;
     const stats = this.#server.stats;
     const max = this.#server.cfg.maxConcurrentRequests;
     const overloaded = max !== undefined && stats.inflight >= max;
     stats.begin();
-    if (this.#calls.length >= MAX_PIPELINED && !this.#paused) {
+    if (!this.#paused && (this.#calls.length >= MAX_PIPELINED || this.#inflightBytes > WRITE_HIGH_WATER_BYTES)) {
       this.#paused = true;
       this.#socket.pause();
     }
@@ -194,15 +209,14 @@ export class ThriftServerConnection implements CallConnection {
     const calls = this.#calls;
     let n = 0;
     while (n < calls.length && (calls[n] as ThriftCall).out !== undefined) {
-      const out = (calls[n] as ThriftCall).out;
+      const c = calls[n] as ThriftCall;
+      const out = c.out;
       if (out !== null && out !== undefined && !this.#gone) this.#write(out, this.#upgraded);
+      this.#inflightBytes -= c.requestBytes;
       n++;
     }
     if (n > 0) calls.splice(0, n);
-    if (this.#paused && calls.length < MAX_PIPELINED / 2) {
-      this.#paused = false;
-      this.#socket.resume();
-    }
+    if (!this.#awaitingDrain) this.#pace();
     if (this.#closeWhenIdle && calls.length === 0) this.#socket.end();
   }
 
@@ -216,6 +230,33 @@ export class ThriftServerConnection implements CallConnection {
     s.uncork();
   }
 
+  /**
+   * Pauses reads while the replies queued are over the mark (until 'drain'), and resumes them once
+   * calls (with hysteresis), bytes in flight and replies queued are all back under their bounds.
+   */
+  #pace(): void {
+    if (this.#closeWhenIdle || this.#gone) return;
+    const s = this.#socket;
+    if (s.writableLength > WRITE_HIGH_WATER_BYTES) {
+      if (!this.#paused) {
+        this.#paused = true;
+        s.pause();
+      }
+      this.#awaitingDrain = true;
+      s.once('drain', this.#drained);
+      return;
+    }
+    if (this.#paused && this.#calls.length < MAX_PIPELINED / 2 && this.#inflightBytes <= WRITE_HIGH_WATER_BYTES) {
+      this.#paused = false;
+      s.resume();
+    }
+  }
+
+  readonly #drained = (): void => {
+    this.#awaitingDrain = false;
+    this.#pace();
+  };
+
   #malformed(err: unknown): void {
     const s = this.#socket;
     this.#server.malformed?.incr();
@@ -223,9 +264,14 @@ export class ThriftServerConnection implements CallConnection {
     this.destroy();
   }
 
-  /** The drain: close once every call has its answer. */
+  /** The drain: no new call is taken; close once every call in flight has its answer. */
   closeWhenIdle(): void {
     this.#closeWhenIdle = true;
+    // Reads resume (if paused for pipelining) only to see the client's close; #data drops them.
+    if (this.#paused) {
+      this.#paused = false;
+      this.#socket.resume();
+    }
     if (this.#calls.length === 0) this.#socket.end();
   }
 

@@ -67,6 +67,22 @@ describe('mux router: failures rendered in mux terms', { timeout: 30_000 }, () =
     }
   });
 
+  it('a deadline further off than a timer can hold (> 2^31-1 ms) does not cut the request short', async () => {
+    const a = await backend('a', (r) => setTimeout(() => r.reply(0, 'late but fine'), 50));
+    const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }) });
+    const c = new MuxTestClient(rt.port);
+    try {
+      const now = epochNanos();
+      const farOff = { timestampNanos: now, deadlineNanos: now + 30n * 86_400_000_000_000n };
+      const r = await c.call({ dst: '/foo', body: 'x', contexts: [deadlineContext(farOff)] }).reply;
+      assert.equal(r.status, ReplyStatus.Ok);
+      assert.equal(r.body.toString(), 'late but fine');
+    } finally {
+      c.close();
+      await rt.close();
+    }
+  });
+
   it("the deadline context bounds the request: forwarded as is, and when it passes the backend is interrupted; an expired one never leaves", async () => {
     const a = await backend('a', never);
     const rt = await startMuxRouter({ dtab: dtabFor({ foo: a }) });

@@ -88,6 +88,19 @@ describe('thriftmux router failures', () => {
     }
   });
 
+  it('a deadline further off than a timer can hold (> 2^31-1 ms) does not cut the call short', async () => {
+    const c = new MuxTestClient(rt.port);
+    try {
+      const now = epochNanos();
+      const contexts = [deadlineContext({ timestampNanos: now, deadlineNanos: now + 30n * 86_400_000_000_000n })];
+      const r = await c.call({ contexts, body: thriftBody('binary', 'slow', '50', 9) }).reply;
+      assert.equal(r.status, ReplyStatus.Ok);
+      assert.equal(readThriftBody('binary', r.body).value, 'b1:50');
+    } finally {
+      c.close();
+    }
+  });
+
   it('a body that is no thrift call: an Rdispatch error; the session goes on', async () => {
     const c = new MuxTestClient(rt.port);
     try {
