@@ -24,8 +24,6 @@ export interface SessionOwner {
 }
 
 const MAX_STREAM_ID = 2 ** 31 - 1;
-/** Pending DATA bytes past which a pump flushes at once rather than at the end of the turn. */
-const FLUSH_AT_BYTES = 256 * 1024;
 
 export class H2ClientSession extends H2Connection<H2ClientStream> implements StreamOwner {
   readonly #owner: SessionOwner;
@@ -113,25 +111,15 @@ export class H2ClientSession extends H2Connection<H2ClientStream> implements Str
     const queue = stream.queue;
     let sent = false;
     while (queue.length > 0) {
-      const allowed = Math.min(stream.sendWindow, this.connSendWindow, this.peerMaxFrame);
-      if (allowed <= 0 || this.socketFull) {
+      const chunk = this.takeChunk(stream);
+      if (chunk === undefined) {
         if (stream.sendWindow > 0) this.#blocked.add(stream);
         break;
       }
-      const head = queue[0] as Buffer;
-      let chunk = head;
-      if (head.length > allowed) {
-        chunk = head.subarray(0, allowed);
-        queue[0] = head.subarray(allowed);
-      } else queue.shift();
-      stream.queuedBytes -= chunk.length;
-      stream.sendWindow -= chunk.length;
-      this.connSendWindow -= chunk.length;
       const last = queue.length === 0 && stream.endQueued && stream.trailers === undefined;
-      this.out.data(stream.id, chunk, last);
+      this.sendData(stream.id, chunk, last);
       if (last) stream.localClosed = true;
       sent = true;
-      if (this.out.pending >= FLUSH_AT_BYTES) this.flush();
     }
     if (queue.length === 0 && stream.endQueued && !stream.localClosed) {
       stream.localClosed = true;

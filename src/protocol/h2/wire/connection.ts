@@ -26,7 +26,18 @@ export interface H2SessionSettings {
 const FLUSH_BEFORE_DESTROY_MS = 1000;
 
 /** `S`: the subclass's streams, whose send windows the peer's SETTINGS_INITIAL_WINDOW_SIZE moves. */
-export abstract class H2Connection<S extends { sendWindow: number }> implements FrameSink {
+/** What the base needs of a stream to send its queued DATA. */
+export interface SendingStream {
+  readonly id: number;
+  sendWindow: number;
+  readonly queue: Buffer[];
+  queuedBytes: number;
+}
+
+/** Pending DATA bytes past which a pump flushes at once rather than at the end of the turn. */
+const FLUSH_AT_BYTES = 256 * 1024;
+
+export abstract class H2Connection<S extends SendingStream> implements FrameSink {
   protected readonly socket: Duplex;
   protected readonly settings: H2SessionSettings;
   protected readonly out = new FrameWriter();
@@ -349,6 +360,32 @@ export abstract class H2Connection<S extends { sendWindow: number }> implements 
       socket.uncork();
     }
     if (!ok) this.socketFull = true;
+  }
+
+  /**
+   * Takes the next DATA chunk of `stream`'s queue that both send windows, the peer's frame size
+   * and the socket allow, and charges the windows; undefined when nothing may go now.
+   */
+  protected takeChunk(stream: S): Buffer | undefined {
+    const allowed = Math.min(stream.sendWindow, this.connSendWindow, this.peerMaxFrame);
+    if (allowed <= 0 || this.socketFull) return undefined;
+    const queue = stream.queue;
+    const head = queue[0] as Buffer;
+    let chunk = head;
+    if (head.length > allowed) {
+      chunk = head.subarray(0, allowed);
+      queue[0] = head.subarray(allowed);
+    } else queue.shift();
+    stream.queuedBytes -= chunk.length;
+    stream.sendWindow -= chunk.length;
+    this.connSendWindow -= chunk.length;
+    return chunk;
+  }
+
+  /** Queues a DATA frame of a pump; a pump that has queued enough flushes without waiting for the turn's end. */
+  protected sendData(id: number, chunk: Buffer, endStream: boolean): void {
+    this.out.data(id, chunk, endStream);
+    if (this.out.pending >= FLUSH_AT_BYTES) this.flush();
   }
 
   // ---- failure -------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ export interface ServerSessionOwner {
   closed(session: H2ServerSession): void;
 }
 
-/** Pending DATA bytes past which a pump flushes at once rather than at the end of the turn. */
-const FLUSH_AT_BYTES = 256 * 1024;
 /** How long the client has to close its side after a graceful close before the socket is destroyed. */
 const CLOSE_GRACE_MS = 1000;
 /** Ids of streams reset while the client may still be sending on them (whose late frames are ignored). */
@@ -112,25 +110,15 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
     const queue = stream.queue;
     let sent = false;
     while (queue.length > 0) {
-      const allowed = Math.min(stream.sendWindow, this.connSendWindow, this.peerMaxFrame);
-      if (allowed <= 0 || this.socketFull) {
+      const chunk = this.takeChunk(stream);
+      if (chunk === undefined) {
         if (stream.sendWindow > 0) this.#blocked.add(stream);
         break;
       }
-      const head = queue[0] as Buffer;
-      let chunk = head;
-      if (head.length > allowed) {
-        chunk = head.subarray(0, allowed);
-        queue[0] = head.subarray(allowed);
-      } else queue.shift();
-      stream.queuedBytes -= chunk.length;
-      stream.sendWindow -= chunk.length;
-      this.connSendWindow -= chunk.length;
       const last = queue.length === 0 && stream.endQueued && stream.trailers === undefined && !stream.waitForTrailers;
-      this.out.data(stream.id, chunk, last);
+      this.sendData(stream.id, chunk, last);
       sent = true;
       if (last) stream.writableFinished = true;
-      if (this.out.pending >= FLUSH_AT_BYTES) this.flush();
     }
     if (queue.length === 0 && stream.endQueued && !stream.writableFinished) {
       const t = stream.trailers;
