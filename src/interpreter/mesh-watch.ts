@@ -1,8 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../service/policy/index.js';
 import { ResolverMeshError } from './errors.js';
+import { WatchLoop } from './watch-loop.js';
 
 /** The streamed methods the interpreter uses. */
 export type MeshStreamMethod = 'StreamBoundTree' | 'StreamReplicas';
@@ -63,118 +62,67 @@ export interface MeshWatchOptions {
   readonly log?: Logger | undefined;
 }
 
-/** A stream that lived this long reconnects at once when it ends; a shorter one backs off. */
-const HEALTHY_STREAM_MS = 1000;
-
 /**
- * One long-lived server stream on the resolver's mesh interface. Messages are delivered as they
- * arrive; when the stream ends — the resolver refused, went away, or the channel's PINGs went
- * unanswered — it is reopened after a backoff delay (at once after a stream that lived and
- * delivered), forever, until `stop()`. Each new stream starts with the current value, so nothing
- * that changed while the link was down is lost; what the messages built stays with the caller.
+ * One long-lived server stream on the resolver's mesh interface, kept alive by a {@link WatchLoop}.
+ * Messages are delivered as they arrive; when the stream ends — the resolver refused, went away,
+ * or the channel's PINGs went unanswered — it is reopened after a backoff delay, forever, until
+ * `stop()`. Each new stream starts with the current value, so nothing that changed while the link
+ * was down is lost; what the messages built stays with the caller.
  */
 export class MeshWatch {
   readonly #opts: MeshWatchOptions;
-  readonly #abort = new AbortController();
-  #started = false;
-  #state: MeshWatchStatus['state'] = 'connecting';
+  readonly #loop: WatchLoop;
   #resolver: string | undefined;
-  #connectedAt: Date | undefined;
-  #lastUpdateAt: Date | undefined;
-  #updates = 0;
-  #attemptUpdates = 0;
-  #reconnects = 0;
-  #failures = 0;
-  #retryAt: Date | undefined;
-  #lastError: { message: string; at: Date } | undefined;
 
   constructor(opts: MeshWatchOptions) {
     this.#opts = opts;
+    this.#loop = new WatchLoop({
+      backoff: opts.backoff,
+      log: opts.log,
+      what: 'resolver mesh watch',
+      logFields: () => ({ method: opts.method, resolver: this.#resolver }),
+      attempt: (signal) => this.#attempt(signal),
+    });
   }
 
   start(): void {
-    if (this.#started || this.#abort.signal.aborted) return;
-    this.#started = true;
-    void this.#run(this.#abort.signal);
+    this.#loop.start();
   }
 
   /** Cancels the stream and any wait; nothing is delivered afterwards. */
   stop(): void {
-    this.#state = 'stopped';
-    this.#abort.abort();
+    this.#loop.stop();
   }
 
   status(): MeshWatchStatus {
+    const s = this.#loop.status();
     return {
-      state: this.#state,
+      state: s.state,
       resolver: this.#resolver ?? null,
-      connectedAt: this.#connectedAt?.toISOString() ?? null,
-      lastUpdateAt: this.#lastUpdateAt?.toISOString() ?? null,
-      updates: this.#updates,
-      reconnects: this.#reconnects,
-      retryAt: this.#state === 'waiting' ? (this.#retryAt?.toISOString() ?? null) : null,
-      lastError: this.#lastError ? { message: this.#lastError.message, at: this.#lastError.at.toISOString() } : null,
+      connectedAt: s.connectedAt,
+      lastUpdateAt: s.lastUpdateAt,
+      updates: s.updates,
+      reconnects: s.reconnects,
+      retryAt: s.retryAt,
+      lastError: s.lastError,
     };
   }
 
-  async #run(signal: AbortSignal): Promise<void> {
-    let delays = this.#opts.backoff.stream();
-    while (!signal.aborted) {
-      this.#state = 'connecting';
-      this.#attemptUpdates = 0;
-      const startedAt = Date.now();
-      try {
-        const channel = await this.#opts.channel(signal);
-        this.#resolver = channel.target;
-        const end = await channel.stream(this.#opts.method, this.#opts.request, (m, bytes) => this.#deliver(m, bytes), signal);
-        if (signal.aborted) break;
-        const error = new ResolverMeshError(`the resolver ended ${this.#opts.method} with status ${end.code}: ${end.details}`);
-        this.#failed(error);
-        if (end.verdict) this.#opts.onResolverError(error);
-      } catch (e) {
-        if (signal.aborted) break;
-        this.#failed(e);
-      }
-      let delay: number;
-      if (this.#attemptUpdates > 0) {
-        delays = this.#opts.backoff.stream();
-        delay = Date.now() - startedAt >= HEALTHY_STREAM_MS ? 0 : delays.nextMs();
-      } else {
-        delay = delays.nextMs();
-      }
-      this.#state = 'waiting';
-      this.#retryAt = new Date(Date.now() + delay);
-      try {
-        await sleep(delay, undefined, { signal, ref: false });
-      } catch {
-        break;
-      }
-      this.#reconnects++;
-    }
-    this.#state = 'stopped';
+  async #attempt(signal: AbortSignal): Promise<void> {
+    const channel = await this.#opts.channel(signal);
+    this.#resolver = channel.target;
+    const end = await channel.stream(this.#opts.method, this.#opts.request, (m, bytes) => this.#deliver(m, bytes), signal);
+    if (signal.aborted) return;
+    const error = new ResolverMeshError(`the resolver ended ${this.#opts.method} with status ${end.code}: ${end.details}`);
+    this.#loop.failed(error);
+    if (end.verdict) this.#opts.onResolverError(error);
   }
 
   #deliver(message: unknown, bytes: Buffer): void {
-    if (this.#abort.signal.aborted) return;
-    if (this.#state !== 'streaming') {
-      this.#state = 'streaming';
-      this.#connectedAt = new Date();
-    }
+    if (this.#loop.stopped) return;
+    this.#loop.streaming();
     // A throw here ends the stream as a malformed message (the channel reports it).
     this.#opts.onMessage(message, bytes);
-    this.#updates++;
-    this.#attemptUpdates++;
-    this.#failures = 0;
-    this.#lastUpdateAt = new Date();
-  }
-
-  #failed(e: unknown): void {
-    const message = errorMessage(e);
-    this.#lastError = { message, at: new Date() };
-    this.#failures++;
-    // The first failure after a good stretch is news; the retries after it are not.
-    const fields = { method: this.#opts.method, resolver: this.#resolver, failures: this.#failures };
-    if (this.#failures === 1) this.#opts.log?.warn(fields, `resolver mesh watch failed: ${message}`);
-    else this.#opts.log?.debug(fields, `resolver mesh watch failed again: ${message}`);
+    this.#loop.delivered();
   }
 }

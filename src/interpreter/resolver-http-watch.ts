@@ -1,11 +1,11 @@
 import { type IncomingMessage, request as httpRequest } from 'node:http';
 import type { PeerCertificate } from 'node:tls';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Backoff } from '../service/policy/index.js';
 import { ResolverHttpError } from './errors.js';
 import { JsonStreamSplitter, type StreamItem } from './resolver-http-json.js';
+import { WatchLoop } from './watch-loop.js';
 
 /** Where the resolver's HTTP controller listens. */
 export interface ControllerEndpoint {
@@ -46,98 +46,62 @@ export interface ControllerWatchOptions {
   readonly log?: Logger | undefined;
 }
 
-/** A stream that lived this long reconnects at once when it ends; a shorter one backs off. */
-const HEALTHY_STREAM_MS = 1000;
 /** How much of an error response's body is quoted. */
 const ERROR_BODY_CHARS = 1024;
 
 /**
- * One long-lived watch on the resolver (`GET …?watch=true`): documents are delivered as they
- * arrive; when the stream fails or ends it is reopened after a backoff delay (at once after a
- * stream that lived and delivered), forever, until `stop()` aborts the request and any wait.
- * What the documents built stays with the caller, so the last good value outlives a disconnection.
+ * One long-lived watch on the resolver (`GET …?watch=true`), kept alive by a {@link WatchLoop}:
+ * documents are delivered as they arrive, and a failed or ended stream is reopened after a
+ * backoff delay until `stop()`.
  */
 export class ControllerWatch {
   readonly #opts: ControllerWatchOptions;
-  readonly #abort = new AbortController();
-  #started = false;
-  #state: WatchStatus['state'] = 'connecting';
+  readonly #loop: WatchLoop;
   #controller: ControllerEndpoint | undefined;
-  #connectedAt: Date | undefined;
-  #lastUpdateAt: Date | undefined;
-  #updates = 0;
-  #attemptUpdates = 0;
   #attemptFailed = false;
-  #reconnects = 0;
-  #failures = 0;
-  #retryAt: Date | undefined;
-  #lastError: { message: string; at: Date } | undefined;
 
   constructor(opts: ControllerWatchOptions) {
     this.#opts = opts;
+    this.#loop = new WatchLoop({
+      backoff: opts.backoff,
+      log: opts.log,
+      what: 'resolver watch',
+      logFields: () => ({ target: opts.target }),
+      attempt: (signal) => this.#attempt(signal),
+    });
   }
 
   start(): void {
-    if (this.#started || this.#abort.signal.aborted) return;
-    this.#started = true;
-    void this.#run(this.#abort.signal);
+    this.#loop.start();
   }
 
   /** Aborts the request in flight and any wait; nothing is delivered afterwards. */
   stop(): void {
-    this.#state = 'stopped';
-    this.#abort.abort();
+    this.#loop.stop();
   }
 
   status(): WatchStatus {
     const c = this.#controller;
+    const s = this.#loop.status();
     return {
-      state: this.#state,
+      state: s.state,
       controller: c === undefined ? null : c.host.includes(':') ? `[${c.host}]:${c.port}` : `${c.host}:${c.port}`,
-      connectedAt: this.#connectedAt?.toISOString() ?? null,
-      lastUpdateAt: this.#lastUpdateAt?.toISOString() ?? null,
-      updates: this.#updates,
-      reconnects: this.#reconnects,
-      retryAt: this.#state === 'waiting' ? (this.#retryAt?.toISOString() ?? null) : null,
-      lastError: this.#lastError ? { message: this.#lastError.message, at: this.#lastError.at.toISOString() } : null,
+      connectedAt: s.connectedAt,
+      lastUpdateAt: s.lastUpdateAt,
+      updates: s.updates,
+      reconnects: s.reconnects,
+      retryAt: s.retryAt,
+      lastError: s.lastError,
     };
   }
 
-  async #run(signal: AbortSignal): Promise<void> {
-    let delays = this.#opts.backoff.stream();
-    while (!signal.aborted) {
-      this.#state = 'connecting';
-      this.#attemptUpdates = 0;
-      this.#attemptFailed = false;
-      const startedAt = Date.now();
-      try {
-        const endpoint = await this.#opts.endpoint(signal);
-        this.#controller = endpoint;
-        await this.#streamOnce(endpoint, signal);
-        // After an error report the stream's end is expected; the report is the news.
-        if (!signal.aborted && !this.#attemptFailed) this.#failed(new ResolverHttpError('the resolver closed the watch stream'));
-      } catch (e) {
-        if (signal.aborted) break;
-        this.#failed(e);
-      }
-      if (signal.aborted) break;
-      let delay: number;
-      if (this.#attemptUpdates > 0) {
-        delays = this.#opts.backoff.stream();
-        delay = Date.now() - startedAt >= HEALTHY_STREAM_MS ? 0 : delays.nextMs();
-      } else {
-        delay = delays.nextMs();
-      }
-      this.#state = 'waiting';
-      this.#retryAt = new Date(Date.now() + delay);
-      try {
-        await sleep(delay, undefined, { signal, ref: false });
-      } catch {
-        break;
-      }
-      this.#reconnects++;
-    }
-    this.#state = 'stopped';
+  async #attempt(signal: AbortSignal): Promise<void> {
+    this.#attemptFailed = false;
+    const endpoint = await this.#opts.endpoint(signal);
+    this.#controller = endpoint;
+    await this.#streamOnce(endpoint, signal);
+    // After an error report the stream's end is expected; the report is the news.
+    if (!signal.aborted && !this.#attemptFailed) this.#loop.failed(new ResolverHttpError('the resolver closed the watch stream'));
   }
 
   #streamOnce(endpoint: ControllerEndpoint, signal: AbortSignal): Promise<void> {
@@ -169,8 +133,7 @@ export class ControllerWatch {
           this.#readError(res, resolve, reject);
           return;
         }
-        this.#state = 'streaming';
-        this.#connectedAt = new Date();
+        this.#loop.streaming();
         const splitter = new JsonStreamSplitter();
         let ended = false;
         res.on('data', (chunk: string) => this.#deliver(splitter.push(chunk)));
@@ -205,7 +168,7 @@ export class ControllerWatch {
 
   #deliver(items: readonly StreamItem[]): void {
     for (const item of items) {
-      if (this.#abort.signal.aborted) return;
+      if (this.#loop.stopped) return;
       if ('error' in item) {
         this.#serverError(new ResolverHttpError(item.error));
         continue;
@@ -216,27 +179,13 @@ export class ControllerWatch {
         this.#serverError(e instanceof ResolverHttpError ? e : new ResolverHttpError(errorMessage(e)));
         continue;
       }
-      this.#updates++;
-      this.#attemptUpdates++;
-      this.#failures = 0;
-      this.#lastUpdateAt = new Date();
+      this.#loop.delivered();
     }
   }
 
   #serverError(error: ResolverHttpError): void {
     this.#attemptFailed = true;
-    this.#failed(error);
+    this.#loop.failed(error);
     this.#opts.onServerError(error);
-  }
-
-  #failed(e: unknown): void {
-    const message = errorMessage(e);
-    this.#lastError = { message, at: new Date() };
-    this.#failures++;
-    // The first failure after a good stretch is news; the retries after it are not.
-    const log = this.#opts.log;
-    const fields = { target: this.#opts.target, failures: this.#failures };
-    if (this.#failures === 1) log?.warn(fields, `resolver watch failed: ${message}`);
-    else log?.debug(fields, `resolver watch failed again: ${message}`);
   }
 }
