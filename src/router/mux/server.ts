@@ -13,6 +13,7 @@ import type { MuxServerConfig } from './schema.js';
 import type { StatsReceiver } from '../../service/stats/index.js';
 import { TraceId, type Tracer } from '../../service/tracing.js';
 import { readTraceContext } from '../../protocol/mux/contexts.js';
+import { SessionCalls } from '../../protocol/mux/session-calls.js';
 
 /** What a server needs of its router. */
 export interface MuxServerHost extends MuxCallHost {
@@ -37,7 +38,7 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
   readonly clearContext: boolean;
   readonly #listener: Server;
   readonly #sessionOpts: MuxConnectionOptions;
-  readonly #calls = new Map<MuxServerSession, Map<number, MuxCall>>();
+  readonly #calls = new SessionCalls<MuxCall>();
   #accepting = true;
 
   constructor(router: MuxServerHost, cfg: MuxServerConfig) {
@@ -74,8 +75,7 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
 
   #adopt(socket: Socket, head: Buffer): void {
     const session = new MuxServerSession(socket, this.#sessionOpts, this, head);
-    // Requests in the first bytes were taken during construction: their map must stay.
-    if (!session.ended && !this.#calls.has(session)) this.#calls.set(session, new Map<number, MuxCall>());
+    this.#calls.adopt(session);
   }
 
   listen(ip: string, port: number): Promise<ServerAddress> {
@@ -94,9 +94,7 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
   /** MuxServerOwner: a request on a session. */
   request(session: MuxServerSession, tag: number, req: MuxInbound): void {
     const call = new MuxCall(this, session, tag, req);
-    let calls = this.#calls.get(session);
-    if (calls === undefined) this.#calls.set(session, (calls = new Map<number, MuxCall>()));
-    calls.set(tag, call);
+    this.#calls.add(call);
     const max = this.cfg.maxConcurrentRequests;
     const overloaded = max !== undefined && this.stats.inflight >= max ? max : undefined;
     this.stats.begin();
@@ -105,19 +103,16 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
 
   /** MuxServerOwner: the client discarded a request. */
   discarded(session: MuxServerSession, tag: number): void {
-    this.#calls.get(session)?.get(tag)?.discarded();
+    this.#calls.discard(session, tag);
   }
 
   /** MuxServerOwner: a session's connection closed: its requests are abandoned. */
   closed(session: MuxServerSession): void {
-    const calls = this.#calls.get(session);
-    this.#calls.delete(session);
-    if (calls !== undefined) for (const c of calls.values()) c.discarded();
+    this.#calls.close(session);
   }
 
   end(call: MuxCall, success: boolean): void {
-    const calls = this.#calls.get(call.session);
-    if (calls?.get(call.tag) === call) calls.delete(call.tag);
+    this.#calls.end(call);
     const stats = this.stats;
     const up = call.upstream;
     const t = up === undefined ? undefined : readTraceContext(up.contexts);
@@ -133,11 +128,11 @@ export class MuxServer implements ProtocolServer, MuxServerOwner, MuxCallServer 
   stopAccepting(): void {
     this.#accepting = false;
     this.#listener.close();
-    for (const s of this.#calls.keys()) s.drain();
+    for (const s of this.#calls.sessions()) s.drain();
   }
 
   closeAll(): void {
-    for (const s of this.#calls.keys()) {
+    for (const s of this.#calls.sessions()) {
       if (s.inflight > 0) {
         s.destroy();
         continue;

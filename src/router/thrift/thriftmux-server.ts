@@ -17,6 +17,7 @@ import { ThriftMuxCall, type ThriftMuxCallServer } from './mux-call.js';
 import type { ThriftmuxServerConfig } from './schema.js';
 import { ThriftServerConnection, type ThriftConnectionOwner } from './server.js';
 import type { ThriftRouterHost } from './types.js';
+import { SessionCalls } from '../../protocol/mux/session-calls.js';
 
 /** How long a drained session with nothing in flight may take to flush and close before it is cut. */
 const CLOSE_GRACE_MS = 1000;
@@ -40,7 +41,7 @@ export class ThriftMuxServer implements ProtocolServer, MuxServerOwner, ThriftMu
   readonly #listener: Server;
   readonly #sessionOpts: MuxConnectionOptions;
   readonly #routes: readonly FirstBytesRoute[];
-  readonly #sessions = new Map<MuxServerSession, Map<number, ThriftMuxCall>>();
+  readonly #sessions = new SessionCalls<ThriftMuxCall>();
   readonly #thriftConns = new Set<ThriftServerConnection>();
   #accepting = true;
 
@@ -82,7 +83,7 @@ export class ThriftMuxServer implements ProtocolServer, MuxServerOwner, ThriftMu
   #adopt(socket: Socket, head: Buffer): void {
     this.#connects?.incr();
     const session = new MuxServerSession(socket, this.#sessionOpts, this, head);
-    if (!session.ended && !this.#sessions.has(session)) this.#sessions.set(session, new Map<number, ThriftMuxCall>());
+    this.#sessions.adopt(session);
   }
 
   /** Finagle's downgrade: the connection is a plain thrift client's. */
@@ -112,9 +113,7 @@ export class ThriftMuxServer implements ProtocolServer, MuxServerOwner, ThriftMu
   /** MuxServerOwner: a request on a session. */
   request(session: MuxServerSession, tag: number, req: MuxInbound): void {
     const call = new ThriftMuxCall(this, session, tag, req);
-    let calls = this.#sessions.get(session);
-    if (calls === undefined) this.#sessions.set(session, (calls = new Map<number, ThriftMuxCall>()));
-    calls.set(tag, call);
+    this.#sessions.add(call);
     const max = this.cfg.maxConcurrentRequests;
     const overloaded = max !== undefined && this.stats.inflight >= max ? max : undefined;
     this.stats.begin();
@@ -123,20 +122,17 @@ export class ThriftMuxServer implements ProtocolServer, MuxServerOwner, ThriftMu
 
   /** MuxServerOwner: the client discarded a request. */
   discarded(session: MuxServerSession, tag: number): void {
-    this.#sessions.get(session)?.get(tag)?.discarded();
+    this.#sessions.discard(session, tag);
   }
 
   /** MuxServerOwner: a session's connection closed: its requests are abandoned. */
   closed(session: MuxServerSession): void {
-    const calls = this.#sessions.get(session);
-    this.#sessions.delete(session);
-    if (calls !== undefined) for (const c of calls.values()) c.discarded();
+    this.#sessions.close(session);
   }
 
   /** ThriftMuxCallServer: a mux call is over. */
   end(call: ThriftMuxCall, success: boolean): void {
-    const calls = this.#sessions.get(call.session);
-    if (calls?.get(call.tag) === call) calls.delete(call.tag);
+    this.#sessions.end(call);
     const stats = this.stats;
     if (this.tracing) {
       const t = readTraceContext(call.contexts);
@@ -154,12 +150,12 @@ export class ThriftMuxServer implements ProtocolServer, MuxServerOwner, ThriftMu
   stopAccepting(): void {
     this.#accepting = false;
     this.#listener.close();
-    for (const s of this.#sessions.keys()) s.drain();
+    for (const s of this.#sessions.sessions()) s.drain();
     for (const c of this.#thriftConns) c.closeWhenIdle();
   }
 
   closeAll(): void {
-    for (const s of this.#sessions.keys()) {
+    for (const s of this.#sessions.sessions()) {
       if (s.inflight > 0) {
         s.destroy();
         continue;
