@@ -17,7 +17,7 @@ import '../namer/fs.js';
 // Announcers (the ZooKeeper client is loaded only once something is announced).
 import '../namer/serversets-announcer.js';
 
-// Interpreters (default, io.prx.fs, io.prx.resolver.http) and transformers.
+// Interpreters (default, io.prx.fs, io.prx.resolver, io.prx.resolver.http, io.prx.mesh) and transformers.
 import '../interpreter/index.js';
 
 // HTTP identifiers, response classifiers and the trace propagator.

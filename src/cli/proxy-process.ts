@@ -301,7 +301,7 @@ export class ProxyProcess {
     const initial = state() as { namespace?: unknown; root?: unknown } | undefined;
     if (initial === undefined) return;
     let path = `/${router.label}/interpreter_state/${kind}.json`;
-    if (kind === 'io.prx.resolver.http' && typeof initial.namespace === 'string') {
+    if ((kind === 'io.prx.resolver' || kind === 'io.prx.resolver.http') && typeof initial.namespace === 'string') {
       path = `/${router.label}/interpreter_state/io.prx.resolver/${initial.namespace}.json`;
     } else if (kind === 'io.prx.mesh' && typeof initial.root === 'string') {
       // Linkerd's shape: the root path appended, `/default` → `io.prx.mesh/default.json`.

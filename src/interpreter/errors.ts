@@ -42,3 +42,10 @@ export class ResolverMeshError extends PrxError {
     super('PRX_ERR_RESOLVER_MESH', message);
   }
 }
+
+/** The resolver's thrift name interface refused a watch (a Bind/Addr/DtabFailure) or answered with something that does not fit. */
+export class ResolverThriftError extends PrxError {
+  constructor(message: string) {
+    super('PRX_ERR_RESOLVER_THRIFT', message);
+  }
+}

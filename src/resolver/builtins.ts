@@ -13,6 +13,7 @@ import '../telemetry/tracelog.js';
 import './interfaces/http-controller.js';
 import './interfaces/mesh.js';
 import './interfaces/destination.js';
+import './interfaces/thrift-namer.js';
 
 // Dtab storage: every kind (in-memory, etcd, ZooKeeper, Consul, Kubernetes).
 import './storage/index.js';

@@ -3,7 +3,7 @@ import {
   Path, Prefix, type PrefixElem, address, addrBound, addrFailed, leaf, weighted,
 } from '../../naming/index.js';
 import { MeshMessageError, MeshRemoteFailureError } from './errors.js';
-import { bytesToIp, ipToBytes } from './ip.js';
+import { bytesToIp, ipToBytes } from '../../core/ip.js';
 
 // Conversions between prx's naming values and the mesh API's messages. Encoders build plain
 // objects for protobufjs; decoders read what protobufjs decoded (unset message fields are null).

@@ -46,6 +46,8 @@ export interface MuxClientOptions extends MuxConnectionOptions {
    * `clientSession.idleTimeMs`); undefined: no limit. Pings do not count as use.
    */
   readonly idleTimeMs?: number | undefined;
+  /** Told each answered Tping's round trip (a failure detector judges the session by them). */
+  readonly onPingRtt?: ((ms: number) => void) | undefined;
 }
 
 /** The handshake's default time limit. */
@@ -76,6 +78,8 @@ export class MuxClientSession extends MuxConnection {
   #leaseUntil = Infinity;
   /** A Tping is out, unanswered. */
   #pingOut = false;
+  /** performance.now() when the Tping out was sent. */
+  #pingSentAt = 0;
   #pingDeadline: NodeJS.Timeout | undefined;
   #pingTimer: NodeJS.Timeout | undefined;
   #handshakeTimer: NodeJS.Timeout | undefined;
@@ -111,6 +115,11 @@ export class MuxClientSession extends MuxConnection {
   /** Whether the server's lease has run out (new requests should go elsewhere). */
   get leaseExpired(): boolean {
     return this.#leaseUntil !== Infinity && Date.now() >= this.#leaseUntil;
+  }
+
+  /** How long the Tping out has gone unanswered (0 when none is out). */
+  get pingOutstandingMs(): number {
+    return this.#pingOut ? performance.now() - this.#pingSentAt : 0;
   }
 
   /** Dispatches in flight (including discarded ones whose tags are still held). */
@@ -266,6 +275,7 @@ export class MuxClientSession extends MuxConnection {
   readonly #ping = (): void => {
     if (this.ended || this.#pingOut) return;
     this.#pingOut = true;
+    this.#pingSentAt = performance.now();
     this.writeFrame(MuxType.Tping, CONTROL_TAG);
     const limit = this.#copts.pingTimeoutMs;
     if (limit > 0) {
@@ -300,6 +310,7 @@ export class MuxClientSession extends MuxConnection {
         this.#release(tag)?.failed(new MuxSessionLostError('the server discarded the request'), true);
         break;
       case MuxType.Rping:
+        if (this.#pingOut) this.#copts.onPingRtt?.(performance.now() - this.#pingSentAt);
         this.#pingOut = false;
         clearTimeout(this.#pingDeadline);
         this.#pingDeadline = undefined;

@@ -42,6 +42,8 @@ export interface MuxEndpointOptions {
   readonly lifeTimeMs: number | undefined;
   readonly maxWaiters: number;
   readonly log: Logger | undefined;
+  /** Told each answered Tping's round trip. */
+  readonly onPingRtt?: ((ms: number) => void) | undefined;
 }
 
 /** How a service classifies mux replies (no configurable classifier: an Rdispatch error is a failure, never retried). */
@@ -147,6 +149,11 @@ export class MuxTransport implements MuxClientSessionOwner {
     return this.#sessions.size;
   }
 
+  /** How long the current session's Tping has gone unanswered (0: none out, or no session). */
+  get pingOutstandingMs(): number {
+    return this.#session?.pingOutstandingMs ?? 0;
+  }
+
   saturated(load: number): boolean {
     if (this.#session?.leaseExpired === true) return true;
     return load >= MAX_TAG - MIN_TAG + this.#opts.maxWaiters;
@@ -194,7 +201,7 @@ export class MuxTransport implements MuxClientSessionOwner {
     }
     const session = new MuxClientSession(
       socket,
-      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, handshakeTimeoutMs: o.handshakeTimeoutMs, idleTimeMs: o.idleTimeMs, log: o.log },
+      { maxMessageBytes: o.maxMessageBytes, maxFrameBytes: o.maxFrameBytes, pingIntervalMs: o.pingIntervalMs, pingTimeoutMs: o.pingTimeoutMs, handshakeTimeoutMs: o.handshakeTimeoutMs, idleTimeMs: o.idleTimeMs, log: o.log, onPingRtt: o.onPingRtt },
       this,
     );
     this.#session = session;

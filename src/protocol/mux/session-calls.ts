@@ -47,6 +47,11 @@ export class SessionCalls<C extends TaggedCall> {
     if (calls?.get(call.tag) === call) calls.delete(call.tag);
   }
 
+  /** The calls in flight on `session`. */
+  callsOf(session: MuxServerSession): IterableIterator<C> {
+    return (this.#bySession.get(session) ?? new Map<number, C>()).values();
+  }
+
   sessions(): IterableIterator<MuxServerSession> {
     return this.#bySession.keys();
   }

@@ -40,3 +40,10 @@ export class ThriftSeqidMismatchError extends PrxError {
     super('PRX_ERR_THRIFT_SEQID', `thrift reply carries seqid ${got}, expected ${expected}`);
   }
 }
+
+/** A name-interface message (bound tree, address set, delegation) whose content does not hold together. */
+export class ThriftNamerMessageError extends PrxError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('PRX_ERR_THRIFT_NAMER_MESSAGE', message, options);
+  }
+}

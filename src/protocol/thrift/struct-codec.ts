@@ -109,6 +109,33 @@ export class ThriftWriter {
     return this;
   }
 
+  double(v: number): this {
+    const b = Buffer.alloc(8);
+    if (this.#compact) b.writeDoubleLE(v);
+    else b.writeDoubleBE(v);
+    this.#parts.push(b);
+    return this;
+  }
+
+  /** A set is written as a list is (its own type code goes in the field head). */
+  setBegin(elemType: number, size: number): this {
+    return this.listBegin(elemType, size);
+  }
+
+  mapBegin(keyType: number, valueType: number, size: number): this {
+    if (this.#compact) {
+      if (size === 0) this.#parts.push(Buffer.from([0]));
+      else this.#parts.push(varint32(size), Buffer.from([((TO_COMPACT[keyType] as number) << 4) | (TO_COMPACT[valueType] as number)]));
+    } else {
+      const b = Buffer.alloc(6);
+      b[0] = keyType;
+      b[1] = valueType;
+      b.writeInt32BE(size, 2);
+      this.#parts.push(b);
+    }
+    return this;
+  }
+
   listBegin(elemType: number, size: number): this {
     if (this.#compact) {
       const t = TO_COMPACT[elemType] as number;
@@ -127,6 +154,12 @@ export class ThriftWriter {
     const b = Buffer.alloc(4);
     b.writeInt32BE(v | 0);
     return b;
+  }
+
+  /** Bytes already encoded in this writer's protocol (a struct written once for many messages). */
+  raw(b: Buffer): this {
+    this.#parts.push(b);
+    return this;
   }
 
   toBuffer(): Buffer {
@@ -227,6 +260,11 @@ export class ThriftReader {
     throw new ThriftProtocolError('varint longer than 10 bytes');
   }
 
+  double(): number {
+    const at = this.#take(8);
+    return this.#compact ? this.#buf.readDoubleLE(at) : this.#buf.readDoubleBE(at);
+  }
+
   /** A bool value: a field's (compact carries it in the head) or a collection element's. */
   bool(head?: FieldHead): boolean {
     if (head?.bool !== undefined) return head.bool;
@@ -247,6 +285,28 @@ export class ThriftReader {
     const t = FROM_COMPACT[h & 0x0f];
     if (t === undefined) throw new ThriftProtocolError(`unknown compact protocol type ${h & 0x0f}`);
     return { elemType: t, size };
+  }
+
+  /** A set's head: read as a list's. */
+  setBegin(): { readonly elemType: number; readonly size: number } {
+    return this.listBegin();
+  }
+
+  mapBegin(): { readonly keyType: number; readonly valueType: number; readonly size: number } {
+    if (this.#compact) {
+      const size = this.#varint();
+      if (size < 0) throw new ThriftProtocolError(`negative map size ${size}`);
+      if (size === 0) return { keyType: TType.STOP, valueType: TType.STOP, size };
+      const kv = this.#buf[this.#take(1)] as number;
+      const keyType = FROM_COMPACT[kv >> 4];
+      const valueType = FROM_COMPACT[kv & 0x0f];
+      if (keyType === undefined || valueType === undefined) throw new ThriftProtocolError(`unknown compact protocol map types ${kv}`);
+      return { keyType, valueType, size };
+    }
+    const at = this.#take(6);
+    const size = this.#buf.readInt32BE(at + 2);
+    if (size < 0) throw new ThriftProtocolError(`negative map size ${size}`);
+    return { keyType: this.#buf[at] as number, valueType: this.#buf[at + 1] as number, size };
   }
 
   /** Skips a value of `type` (a field whose head was read: pass it, for compact bools). */
@@ -292,26 +352,10 @@ export class ThriftReader {
         return;
       }
       case TType.MAP: {
-        let size: number;
-        let kt = 0;
-        let vt = 0;
-        if (this.#compact) {
-          size = this.#varint();
-          if (size > 0) {
-            const kv = this.#buf[this.#take(1)] as number;
-            kt = FROM_COMPACT[kv >> 4] ?? -1;
-            vt = FROM_COMPACT[kv & 0x0f] ?? -1;
-          }
-        } else {
-          const at = this.#take(6);
-          kt = this.#buf[at] as number;
-          vt = this.#buf[at + 1] as number;
-          size = this.#buf.readInt32BE(at + 2);
-        }
-        if (size < 0) throw new ThriftProtocolError(`negative map size ${size}`);
-        for (let i = 0; i < size; i++) {
-          this.skip(kt, undefined, depth + 1);
-          this.skip(vt, undefined, depth + 1);
+        const m = this.mapBegin();
+        for (let i = 0; i < m.size; i++) {
+          this.skip(m.keyType, undefined, depth + 1);
+          this.skip(m.valueType, undefined, depth + 1);
         }
         return;
       }

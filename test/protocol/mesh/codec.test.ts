@@ -9,7 +9,7 @@ import {
   addrToReplicas, boundTreeFromProto, boundTreeToProto, dtabFromProto, dtabToProto, pathTreeFromProto, pathTreeToProto, replicasToAddr,
   type PBoundNameTree, type PDtab, type PPathNameTree, type PReplicas,
 } from '../../../src/protocol/mesh/convert.js';
-import { bytesToIp, ipToBytes } from '../../../src/protocol/mesh/ip.js';
+import { bytesToIp, ipToBytes } from '../../../src/core/ip.js';
 import { decodeMessage, encodeMessage } from '../../../src/protocol/mesh/messages.js';
 
 test('the descriptor is generated from the current .proto files (node scripts/mesh-proto.mjs)', () => {
