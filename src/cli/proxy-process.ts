@@ -76,7 +76,7 @@ export interface ProxyProcessOptions {
    * primary over IPC instead of listening, usage is reported by the primary, and only the worker
    * told to `announce` registers the servers in service discovery (one member per proxy).
    */
-  readonly worker?: { readonly announce: boolean };
+  readonly worker?: { readonly slot: number; readonly announce: boolean };
 }
 
 /** How long past the grace deadline shutdown waits for a component that ignores it. */
@@ -154,7 +154,7 @@ async function settleBy(work: Promise<unknown>, deadline: number): Promise<boole
 }
 
 /** Builds everything the config describes, in dependency order; nothing listens yet. */
-function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
+function build(config: ProxyConfig, logs: LogRegistry, worker: number | undefined): ProxyParts {
   const registry = new MetricsRegistry();
   const telemeters: Telemeter[] = [];
   const namers: (MountedNamer & { running: RunningNamer })[] = [];
@@ -163,7 +163,7 @@ function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
   try {
     for (const t of config.telemetry) {
       // Named by kind, as Linkerd's tracelog logger is, so `/logging.json` can tune each one.
-      const ctx: TelemeterContext = { registry, logger: logs.get(t.kind) };
+      const ctx: TelemeterContext = { registry, logger: logs.get(t.kind), ...(worker === undefined ? {} : { worker }) };
       telemeters.push(create<TelemeterContext, Telemeter>('telemeter', t.kind, t, ctx));
     }
     const stats: StatsReceiver = broadcastStats([registry.stats, ...telemeters.flatMap((t) => (t.stats ? [t.stats] : []))]);
@@ -502,7 +502,7 @@ export class ProxyProcess {
  */
 export async function startProxy(config: ProxyConfig, options: ProxyProcessOptions = {}): Promise<ProxyProcess> {
   const logs = options.logs ?? defaultLogRegistry;
-  const proxy = new ProxyProcess(build(config, logs), options);
+  const proxy = new ProxyProcess(build(config, logs, options.worker?.slot), options);
   await proxy.start();
   return proxy;
 }

@@ -10,7 +10,6 @@ import { LOOPBACK, type RouterConfig } from './router.js';
 import {
   durationMs,
   httpUrl,
-  intInRange,
   ip,
   kindShape,
   kindSlot,
@@ -105,7 +104,9 @@ const WORKERS_MESSAGE = `expected a number of workers from 1 to ${MAX_WORKERS}, 
  * process, as without the key; `auto` is one per core that `os.availableParallelism()` reports.
  */
 export const workersConfig = z
-  .union([intInRange(1, MAX_WORKERS), z.literal('auto')], { error: (issue) => (issue.input === undefined ? undefined : WORKERS_MESSAGE) })
+  .custom<number | 'auto'>((v) => v === 'auto' || (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_WORKERS), {
+    error: WORKERS_MESSAGE,
+  })
   .default(1);
 
 /** The number of worker processes a config asks for (`auto` resolved on this host). */

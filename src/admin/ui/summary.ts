@@ -11,7 +11,7 @@
  * computes rates from the deltas between two polls, so a missed poll loses nothing.
  */
 import { readGauge, type HistogramMetric, type HistogramSummary, type MetricsNode, type MetricsRegistry } from '../../service/stats/index.js';
-import { registryFor, type RegistrySource } from '../endpoints/metrics.js';
+import type { RegistrySource } from '../endpoints/metrics.js';
 import { jsonResponse, type AdminEndpoint } from '../handler.js';
 
 /** Columns of a router row. */

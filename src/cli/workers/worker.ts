@@ -56,7 +56,7 @@ export async function runWorker(): Promise<void> {
     // The primary validated this text already: an error here would be a bug, and is reported as a start failure.
     const config = validateConfigSource({ text: start.configText, origin: start.configOrigin }, validateProxyConfig);
     const { startProxy } = await import('../proxy-process.js');
-    proxy = await startProxy(config, { worker: { announce: start.announce } });
+    proxy = await startProxy(config, { worker: { slot: start.slot, announce: start.announce } });
   } catch (e) {
     log.fatal({ err: e }, `prx worker cannot start: ${errorMessage(e)}`);
     send({ type: 'failed', message: errorMessage(e) });
