@@ -69,7 +69,7 @@ describe('validateProxyConfig: structure', () => {
 
   it('rejects unknown top-level keys, listing the known ones', () => {
     assert.deepEqual(problems({ ...minimal, namerd: {} }).lines, [
-      'namerd: unknown key (known keys: admin, routers, namers, telemetry, usage)',
+      'namerd: unknown key (known keys: admin, routers, namers, telemetry, usage, workers)',
     ]);
   });
 
