@@ -1,18 +1,19 @@
 #!/usr/bin/env node
 // prx with `workers` against one process, without the benchmark harness: bin/prx (bench/prx.yaml,
 // the full router stack) with workers: 1, then workers: N under each cluster scheduling policy,
-// in alternating rounds. prx (all its processes) is pinned to one core, the upstream and a Node
-// keep-alive load generator (`--conns` connections, one request each at a time) to the other, so
-// every row runs at about the rate one Node client drives and the figure compared is requests per
-// proxy CPU-second (utime+stime of the whole process tree from /proc). Also reports how the
+// in alternating rounds, driven by a raw keep-alive load generator in this process (`--conns`
+// connections, one request each at a time) against a node:http upstream. On a 2-core machine prx
+// cannot be isolated from the load, so the figure compared is requests per proxy CPU-second
+// (utime+stime of prx's whole process tree from /proc). Also reports how the
 // connections spread over the workers (their `requests` counters), each process's RSS at the end
 // of a round, and what a namer update costs a worker (an fs-namer file rewritten `--updates`
 // times). Uses dist/ (npm run build). Linux only (taskset, /proc).
 //
-//   node scripts/workers-figures.mjs [--workers 2] [--rounds 3] [--duration 10] [--conns 16] [--updates 200]
+//   node scripts/workers-figures.mjs [--workers 2] [--rounds 3] [--duration 10] [--conns 16] [--updates 200] [--pin]
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, createServer, request } from 'node:http';
+import { createServer, request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,10 @@ import { freePort, stopped } from '../bench/lib/procs.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
-  options: { workers: { type: 'string' }, rounds: { type: 'string' }, duration: { type: 'string' }, conns: { type: 'string' }, updates: { type: 'string' } },
+  options: {
+    workers: { type: 'string' }, rounds: { type: 'string' }, duration: { type: 'string' }, conns: { type: 'string' }, updates: { type: 'string' },
+    pin: { type: 'boolean', default: false },
+  },
 });
 const workers = Number(values.workers ?? 2);
 const rounds = Number(values.rounds ?? 3);
@@ -33,8 +37,10 @@ if (spawnSync('sh', ['-c', 'command -v taskset']).status !== 0) {
   process.stderr.write('workers-figures: taskset is not installed\n');
   process.exit(2);
 }
-// The upstream and the load generator share core 0; prx gets core 1.
-spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+// --pin: the upstream and the load generator share core 0, prx gets core 1 (all its processes on
+// it). Unpinned (the default) the workers can each run on a core, sharing them with the load.
+const pin = values.pin;
+if (pin) spawnSync('taskset', ['-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 
 const work = mkdtempSync(join(tmpdir(), 'prx-workers-figures-'));
 const BODY = Buffer.from('a'.repeat(64));
@@ -117,16 +123,45 @@ function get(port, agent) {
   });
 }
 
-async function load(port, seconds) {
-  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+const REQUEST = Buffer.from('GET / HTTP/1.1\r\nHost: bench\r\n\r\n');
+
+/**
+ * `conns` keep-alive connections, one request in flight on each, for `seconds`: a raw client (a
+ * response is complete at its head's end plus Content-Length bytes), several times faster than
+ * node:http's, so that one Node process drives prx near its capacity as wrk does.
+ */
+function load(port, seconds) {
   let ok = 0;
   let failed = 0;
   const until = Date.now() + seconds * 1000;
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (Date.now() < until) (await get(port, agent)) ? ok++ : failed++;
-  }));
-  agent.destroy();
-  return { ok, failed };
+  const one = () =>
+    new Promise((done) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.setNoDelay(true);
+      let buf = Buffer.alloc(0);
+      socket.on('connect', () => socket.write(REQUEST));
+      socket.on('data', (chunk) => {
+        buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+        for (;;) {
+          const end = buf.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          const head = buf.subarray(0, end).toString('latin1');
+          const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+          if (buf.length < end + 4 + length) return;
+          if (head.startsWith('HTTP/1.1 200')) ok++;
+          else failed++;
+          buf = buf.subarray(end + 4 + length);
+          if (Date.now() >= until) {
+            socket.end();
+            return;
+          }
+          socket.write(REQUEST);
+        }
+      });
+      socket.on('error', () => failed++);
+      socket.on('close', () => done());
+    });
+  return Promise.all(Array.from({ length: conns }, one)).then(() => ({ ok, failed }));
 }
 
 async function adminJson(admin, path) {
@@ -148,7 +183,8 @@ async function round(n, policy) {
   const env = { ...process.env };
   if (policy) env.NODE_CLUSTER_SCHED_POLICY = policy;
   else delete env.NODE_CLUSTER_SCHED_POLICY;
-  const child = spawn('taskset', ['-c', '1', join(REPO, 'bin', 'prx'), c.path], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [cmd, args] = pin ? ['taskset', ['-c', '1', join(REPO, 'bin', 'prx'), c.path]] : [join(REPO, 'bin', 'prx'), [c.path]];
+  const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
   try {
     await waitServing(c.proxy);
     await load(c.proxy, 2); // warm-up
@@ -160,7 +196,13 @@ async function round(n, policy) {
     const rss = treePids(child.pid).map(rssMiB).filter((r) => r > 0);
     let spread = null;
     let updateMs = null;
+    let primaryUsPerConn = null;
     if (n > 1) {
+      // What a new connection costs the primary (it accepts and hands out connections under round-robin).
+      const p0 = cpuSeconds(child.pid);
+      const fresh = 2000;
+      for (let i = 0; i < fresh; i += conns) await Promise.all(Array.from({ length: conns }, () => get(c.proxy, false)));
+      primaryUsPerConn = ((cpuSeconds(child.pid) - p0) * 1e6) / fresh;
       const key = `rt/bench/server/127.0.0.1/${c.proxy}/requests`;
       spread = [];
       for (let w = 1; w <= n; w++) spread.push((await adminJson(c.admin, `/admin/metrics.json?worker=${w}`))[key] ?? 0);
@@ -179,7 +221,7 @@ async function round(n, policy) {
       const spent = treeCpu(child.pid) - u0 - idlePerSec * ((Date.now() - t1) / 1000);
       updateMs = (spent * 1000) / updates / n;
     }
-    return { rps: ok / seconds, failed, cpu, perCpuSecond: ok / cpu, rss, spread, updateMs };
+    return { rps: ok / seconds, failed, cpu, perCpuSecond: ok / cpu, rss, spread, updateMs, primaryUsPerConn };
   } finally {
     child.kill('SIGTERM');
     await stopped(child, 15_000);
@@ -188,30 +230,30 @@ async function round(n, policy) {
 
 const variants = [
   { name: 'workers: 1', n: 1, policy: undefined },
-  { name: `workers: ${workers}, SCHED_NONE (prx's choice)`, n: workers, policy: undefined },
-  { name: `workers: ${workers}, SCHED_RR`, n: workers, policy: 'rr' },
+  { name: `workers: ${workers}, round-robin (prx's default)`, n: workers, policy: undefined },
+  { name: `workers: ${workers}, SCHED_NONE`, n: workers, policy: 'none' },
 ];
 const results = new Map(variants.map((v) => [v.name, []]));
 for (let r = 1; r <= rounds; r++) {
   for (const v of variants) {
     const res = await round(v.n, v.policy);
     results.get(v.name).push(res);
-    process.stderr.write(`round ${r} ${v.name}: ${Math.round(res.rps)} rps, ${Math.round(res.perCpuSecond)} per CPU-s, RSS ${res.rss.map((x) => x.toFixed(1)).join(' + ')} MiB${res.spread ? `, spread ${res.spread.join('/')}` : ''}${res.updateMs !== null ? `, ${res.updateMs.toFixed(3)} ms CPU per namer update per worker` : ''}${res.failed ? `, ${res.failed} failed` : ''}\n`);
+    process.stderr.write(`round ${r} ${v.name}: ${Math.round(res.rps)} rps, ${Math.round(res.perCpuSecond)} per CPU-s, RSS ${res.rss.map((x) => x.toFixed(1)).join(' + ')} MiB${res.spread ? `, spread ${res.spread.join('/')}` : ''}${res.updateMs !== null ? `, ${res.updateMs.toFixed(3)} ms CPU per namer update per worker, primary ${Math.round(res.primaryUsPerConn)} µs CPU per new connection` : ''}${res.failed ? `, ${res.failed} failed` : ''}\n`);
   }
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const base = median(results.get(variants[0].name).map((x) => x.perCpuSecond));
 const lines = [
-  `prx workers figures, ${new Date().toISOString().slice(0, 16)}Z, ${rounds} round(s) of ${duration} s, ${conns} keep-alive connections, prx pinned to one core (medians)`,
+  `prx workers figures, ${new Date().toISOString().slice(0, 16)}Z, ${rounds} round(s) of ${duration} s, ${conns} keep-alive connections, ${pin ? 'prx pinned to one core, load and upstream on the other' : 'nothing pinned'} (medians)`,
   '',
-  '| variant | rps | requests per proxy CPU-s | × workers: 1 | RSS MiB per process (primary first) | requests per worker | namer update, ms CPU per worker |',
-  '|---|---:|---:|---:|---|---|---:|',
+  '| variant | rps | requests per proxy CPU-s | × workers: 1 | RSS MiB per process (primary first) | requests per worker | namer update, ms CPU per worker | primary CPU per new connection, µs |',
+  '|---|---:|---:|---:|---|---|---:|---:|',
 ];
 for (const v of variants) {
   const rs = results.get(v.name);
   const per = median(rs.map((x) => x.perCpuSecond));
   const last = rs[rs.length - 1];
-  lines.push(`| ${v.name} | ${Math.round(median(rs.map((x) => x.rps)))} | ${Math.round(per)} | ${(per / base).toFixed(2)} | ${last.rss.map((x) => x.toFixed(1)).join(', ')} | ${last.spread ? last.spread.join(' / ') : '–'} | ${last.updateMs === null ? '–' : median(rs.map((x) => x.updateMs)).toFixed(3)} |`);
+  lines.push(`| ${v.name} | ${Math.round(median(rs.map((x) => x.rps)))} | ${Math.round(per)} | ${(per / base).toFixed(2)} | ${last.rss.map((x) => x.toFixed(1)).join(', ')} | ${last.spread ? last.spread.join(' / ') : '–'} | ${last.updateMs === null ? '–' : median(rs.map((x) => x.updateMs)).toFixed(3)} | ${last.primaryUsPerConn === null ? '–' : Math.round(median(rs.map((x) => x.primaryUsPerConn)))} |`);
 }
 process.stdout.write(`${lines.join('\n')}\n`);
 upstream.close();

@@ -3,11 +3,14 @@
  * V8 flags and environment, hands each the validated config text, restarts one that dies (with
  * backoff, logged; the others keep serving), relays requests to them and drains them on shutdown.
  *
- * Listening sockets are shared the cluster way: the primary binds each router's port once and
- * passes the handle to every worker. The scheduling policy is `SCHED_NONE` (each worker accepts
- * on the shared socket and the kernel spreads the connections) unless `NODE_CLUSTER_SCHED_POLICY`
- * says otherwise: with `rr` the primary accepts every connection and passes it over IPC, which
- * costs the primary's core a share of every new connection (README, "Workers").
+ * Listening sockets are shared the cluster way: the primary binds each router's port. The
+ * scheduling policy is round-robin (`SCHED_RR`: the primary accepts each connection and passes
+ * it to the next worker over IPC) unless `NODE_CLUSTER_SCHED_POLICY=none` asks for every worker
+ * to accept on the shared socket itself. Measured on Node 20 (README, "Workers"): with `none`
+ * the kernel gives most connections to one worker (a proxy's clients hold few long-lived
+ * connections, so that worker does most of the work), while round-robin costs the primary a
+ * little CPU per new connection and nothing per request. Node 20 has no `reusePort` for TCP
+ * servers, so separate listeners are not possible.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { ConfigSource } from '../../config/index.js';
@@ -77,7 +80,7 @@ export class WorkerPool {
     this.#opts = opts;
     this.#slots = Array.from({ length: opts.count }, (_, i) => new Slot(i + 1));
     // Set before the first fork (the cluster module fixes it then).
-    if (process.env['NODE_CLUSTER_SCHED_POLICY'] === undefined) cluster.schedulingPolicy = cluster.SCHED_NONE;
+    if (process.env['NODE_CLUSTER_SCHED_POLICY'] === undefined) cluster.schedulingPolicy = cluster.SCHED_RR;
     cluster.setupPrimary({ serialization: 'advanced' });
   }
 
