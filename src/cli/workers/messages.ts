@@ -11,7 +11,7 @@
 import type { AdminEndpointInfo, AdminResponse, ForwardedAdminRequest } from '../../admin/index.js';
 import type { UiRouter } from '../../admin/ui/index.js';
 import type { LoggerLevel } from '../../core/log.js';
-import type { SnapshotNode } from '../../service/stats/index.js';
+import type { SnapshotKnown, StatsSnapshot } from '../../service/stats/index.js';
 import type { UsageSummary } from '../../telemetry/index.js';
 
 export interface StartMessage {
@@ -27,7 +27,7 @@ export interface StartMessage {
 }
 
 export type WorkerRequest =
-  | { readonly op: 'stats' }
+  | { readonly op: 'stats'; readonly known?: SnapshotKnown | undefined }
   | { readonly op: 'admin'; readonly request: ForwardedAdminRequest };
 
 export interface RequestMessage {
@@ -51,7 +51,7 @@ export interface WorkerInfo {
 }
 
 export type WorkerAnswer =
-  | { readonly op: 'stats'; readonly snapshot: SnapshotNode }
+  | { readonly op: 'stats'; readonly snapshot: StatsSnapshot }
   | { readonly op: 'admin'; readonly response: AdminResponse };
 
 export type WorkerMessage =

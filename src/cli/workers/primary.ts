@@ -32,7 +32,7 @@ import type { ConfigSource, ProxyConfig } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { LogRegistry, Logger } from '../../core/log.js';
 import { prxVersion } from '../../core/version.js';
-import { mergeSnapshots, MetricsRegistry, snapshotRegistry, type MetricsNode, type SnapshotNode } from '../../service/stats/index.js';
+import { MergedStats, MetricsRegistry, SnapshotSource, type MetricsNode } from '../../service/stats/index.js';
 import { tracingSwitch } from '../../service/tracing.js';
 import { buildUsagePayload, ProcessMetrics, UsageReporter } from '../../telemetry/index.js';
 import { UnknownWorkerError, WorkerUnavailableError } from './errors.js';
@@ -69,6 +69,9 @@ export class PrimaryProcess {
   /** The primary's own gauges (`primary/process/…` in the merged view). */
   readonly #own = new MetricsRegistry();
   readonly #processMetrics = new ProcessMetrics(this.#own.stats.scope('primary'));
+  readonly #ownSource = new SnapshotSource(this.#own);
+  /** The last snapshot of every worker (by slot; the primary's own is slot 0), merged on demand. */
+  readonly #stats = new MergedStats();
   readonly #usage: UsageReporter;
   #merged: { readonly at: number; readonly registry: Promise<MetricsRegistry> } | undefined;
   #shutdown: Promise<void> | undefined;
@@ -235,7 +238,11 @@ export class PrimaryProcess {
 
   /** The merged registry, or one worker's alone (`?worker=<n>`). */
   async #registryFor(worker: string | null): Promise<MetricsRegistry> {
-    if (worker !== null && worker !== '') return mergeSnapshots([await this.#snapshot(this.#slot(worker))]);
+    if (worker !== null && worker !== '') {
+      const slot = this.#slot(worker);
+      await this.#snapshot(slot);
+      return this.#stats.registry([slot]);
+    }
     const now = Date.now();
     const cached = this.#merged;
     if (cached && now - cached.at < MERGE_REUSE_MS) return cached.registry;
@@ -247,17 +254,23 @@ export class PrimaryProcess {
     return registry;
   }
 
-  async #snapshot(slot: number): Promise<SnapshotNode> {
-    const answer = await this.pool.request(slot, { op: 'stats' }, STATS_TIMEOUT_MS);
+  /** Asks worker `slot` for what changed since its last snapshot and records it. */
+  async #snapshot(slot: number): Promise<number> {
+    const answer = await this.pool.request(slot, { op: 'stats', known: this.#stats.known(slot) }, STATS_TIMEOUT_MS);
     if (answer.op !== 'stats') throw new WorkerUnavailableError(`worker ${slot} answered something else`);
-    return answer.snapshot;
+    this.#stats.update(slot, answer.snapshot);
+    return slot;
   }
 
-  /** Every serving worker's snapshot merged, with the primary's own gauges. A worker restarting is left out. */
+  /**
+   * Every serving worker's metrics merged, with the primary's own gauges. A worker that is
+   * restarting is left out (its counters start again from zero, as a restarted process's do).
+   */
   async #mergeAll(): Promise<MetricsRegistry> {
     const results = await Promise.allSettled(this.pool.ready().map((slot) => this.#snapshot(slot)));
-    const snapshots = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
-    return mergeSnapshots([...snapshots, snapshotRegistry(this.#own)]);
+    const slots = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    this.#stats.update(0, this.#ownSource.snapshot(this.#stats.known(0)));
+    return this.#stats.registry([...slots, 0]);
   }
 
   /** The dashboard's process figures: the workers' memory summed with the primary's. */

@@ -6,7 +6,7 @@
 import { validateConfigSource, validateProxyConfig } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import { defaultLogRegistry } from '../../core/log.js';
-import { snapshotRegistry } from '../../service/stats/index.js';
+import { SnapshotSource } from '../../service/stats/index.js';
 import { tracingSwitch } from '../../service/tracing.js';
 import type { ProxyProcess } from '../proxy-process.js';
 import { isMessage, type PrimaryMessage, type StartMessage, type WorkerAnswer, type WorkerMessage, type WorkerRequest } from './messages.js';
@@ -29,8 +29,8 @@ function awaitStart(): Promise<StartMessage> {
   });
 }
 
-async function answer(proxy: ProxyProcess, body: WorkerRequest, signal: AbortSignal): Promise<WorkerAnswer> {
-  if (body.op === 'stats') return { op: 'stats', snapshot: snapshotRegistry(proxy.registry) };
+async function answer(proxy: ProxyProcess, stats: SnapshotSource, body: WorkerRequest, signal: AbortSignal): Promise<WorkerAnswer> {
+  if (body.op === 'stats') return { op: 'stats', snapshot: stats.snapshot(body.known) };
   return { op: 'admin', response: await proxy.admin.server.handle(body.request, signal) };
 }
 
@@ -64,11 +64,12 @@ export async function runWorker(): Promise<void> {
     return;
   }
   const closing = new AbortController();
+  const stats = new SnapshotSource(proxy.registry);
   process.on('message', (m: unknown) => {
     if (!isMessage<PrimaryMessage>(m)) return;
     if (m.type === 'shutdown') void proxy.shutdown(m.reason);
     else if (m.type === 'request') {
-      answer(proxy, m.body, closing.signal).then(
+      answer(proxy, stats, m.body, closing.signal).then(
         (a) => send({ type: 'reply', id: m.id, answer: a }),
         (e: unknown) => send({ type: 'reply', id: m.id, error: errorMessage(e) }),
       );

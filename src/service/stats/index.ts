@@ -43,5 +43,5 @@ export {
   serverStats,
   serviceStats,
 } from './scopes.js';
-export { gaugeMerge, mergeSnapshots, snapshotRegistry, type GaugeMerge, type SnapshotNode } from './snapshot.js';
+export { gaugeMerge, MergedStats, SnapshotSource, type GaugeMerge, type SnapshotKnown, type StatsSnapshot } from './snapshot.js';
 export { StatusCodeCounters } from './status-codes.js';
