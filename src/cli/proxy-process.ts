@@ -7,6 +7,7 @@ import {
   type AdminOptions,
 } from '../admin/index.js';
 import { IdentifierServer } from '../admin/identifier-server.js';
+import { adminListener } from './admin-listener.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
 import { delegatorEndpoint, emptyBaseDtab, type DelegationNamespace } from '../admin/naming/delegator.js';
 import { dtabLinters } from '../admin/naming/dtab-lint.js';
@@ -254,17 +255,8 @@ export class ProxyProcess {
   }
 
   #adminOptions(): AdminOptions {
-    const { admin } = this.config;
-    const tls = admin.tls && {
-      certPath: admin.tls.certPath,
-      keyPath: admin.tls.keyPath,
-      ...(admin.tls.caCertPath === undefined ? {} : { caCertPath: admin.tls.caCertPath }),
-    };
     return {
-      ip: admin.ip,
-      port: admin.port,
-      ...(tls ? { tls } : {}),
-      security: admin.security,
+      ...adminListener(this.config.admin),
       logger: this.#parts.logs.get('prx.admin'),
       logs: this.#parts.logs,
       config: this.config,

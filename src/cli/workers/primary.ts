@@ -35,6 +35,7 @@ import { prxVersion } from '../../core/version.js';
 import { MergedStats, MetricsRegistry, SnapshotSource, type MetricsNode } from '../../service/stats/index.js';
 import { tracingSwitch } from '../../service/tracing.js';
 import { buildUsagePayload, ProcessMetrics, UsageReporter } from '../../telemetry/index.js';
+import { adminListener } from '../admin-listener.js';
 import { UnknownWorkerError, WorkerUnavailableError } from './errors.js';
 import type { WorkerInfo } from './messages.js';
 import { WorkerPool } from './pool.js';
@@ -89,17 +90,8 @@ export class PrimaryProcess {
       log: logs.get('prx.workers'),
       runtimeState: () => ({ logLevels: logs.explicitLevels(), tracing: tracingSwitch.enabled }),
     });
-    const { admin } = config;
-    const tls = admin.tls && {
-      certPath: admin.tls.certPath,
-      keyPath: admin.tls.keyPath,
-      ...(admin.tls.caCertPath === undefined ? {} : { caCertPath: admin.tls.caCertPath }),
-    };
     this.admin = createAdmin({
-      ip: admin.ip,
-      port: admin.port,
-      ...(tls ? { tls } : {}),
-      security: admin.security,
+      ...adminListener(config.admin),
       logger: logs.get('prx.admin'),
       logs,
       config,
