@@ -237,7 +237,8 @@ export class WorkerPool {
         continue;
       }
       exits.push(new Promise((resolve) => worker.once('exit', () => resolve())));
-      if (worker.isConnected()) worker.send({ type: 'shutdown', reason });
+      // A worker still starting has nothing in flight (and no handler for the message yet): SIGTERM ends it.
+      if (slot.state === 'ready' && worker.isConnected()) worker.send({ type: 'shutdown', reason });
       else worker.process.kill('SIGTERM');
     }
     const all = Promise.all(exits);
