@@ -300,7 +300,9 @@ describe('prx with workers: 2', () => {
       await Promise.all(loops);
       agent.destroy();
       assert.equal(failed, 0, `${failed} requests failed (${ok} succeeded, ${retried} retried)`);
-      assert.ok(retried <= 8, `only connections of the killed worker broke: ${retried} retried`);
+      // Only connections of the killed worker broke: at most the 8 pooled ones, each once, and
+      // any the primary was handing to it as it died.
+      assert.ok(retried <= 16, `${retried} requests retried`);
       assert.equal(back.restarts, 1);
       assert.match(prx.stdout(), /"msg":"worker 1 exited on SIGKILL; restarting it in 250 ms"/);
       assert.ok(!alive(first.pid));
