@@ -7,6 +7,7 @@
 //
 //   node scripts/bench-http.mjs [--rounds 3] [--duration 10] [--conns "16 128"] [--h2-conns 16]
 //   node scripts/bench-http.mjs --sections h2 --rounds 1 --duration 3   # the h2c section alone
+//   node scripts/bench-http.mjs --workers 2   # then prx with `workers: 2` (HTTP/1.1 rows, CPU per request)
 //   node scripts/bench-http.mjs --profile [--conns 16] [--duration 10]  # prx alone, node --cpu-prof
 //   node scripts/bench-http.mjs --profile --sections h2 [--h2-conns 16]  # the same for the h2 router, under h2load
 //   node scripts/bench-http.mjs --report <harness results dir>  # re-render latest.md only
@@ -25,7 +26,7 @@ import { parseArgs } from 'node:util';
 import { parseDocument } from 'yaml';
 import { renderProfile } from '../bench/lib/profile.mjs';
 import { freePort, pinned, stopped, usage } from '../bench/lib/procs.mjs';
-import { renderReport } from '../bench/lib/report.mjs';
+import { renderReport, workersSection } from '../bench/lib/report.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CONFIG = join(REPO, 'bench', 'prx.yaml');
@@ -55,6 +56,7 @@ function options(argv) {
         'h2-conns': { type: 'string' },
         sections: { type: 'string' },
         'admin-port': { type: 'string' },
+        workers: { type: 'string' },
         profile: { type: 'boolean', default: false },
         report: { type: 'string' },
         analyze: { type: 'string' },
@@ -84,6 +86,7 @@ function options(argv) {
     proxyPort: wholeNumber('proxy-port', parsed['proxy-port'], 1024),
     h2ProxyPort: wholeNumber('proxy-h2-port', parsed['proxy-h2-port'], 1024),
     adminPort: wholeNumber('admin-port', parsed['admin-port'], 1024),
+    workers: wholeNumber('workers', parsed.workers, 0) ?? 0,
     profile: parsed.profile,
     report: parsed.report,
     analyze: parsed.analyze,
@@ -217,7 +220,43 @@ async function harnessRun(o) {
     process.stderr.write(`bench-http: prx failed to start or to proxy; see ${join(out, 'run', 'candidate.log')}\n`);
     return 1;
   }
+  if (o.workers >= 2 && h1) return workersRun(o, { runSh, config, proxy, basePort, results });
   return 0;
+}
+
+/**
+ * The `--workers N` row: the HTTP/1.1 rows of prx again with `workers: N` (same pinning, so the
+ * primary and the workers share the proxy's core), next to direct; CPU per request against the
+ * one-process row of the run before, appended to the report.
+ */
+async function workersRun(o, { runSh, config, proxy, basePort, results }) {
+  const out = join(o.harness, 'results', `${utcStamp()}-prx-workers${o.workers}`);
+  mkdirSync(out, { recursive: true });
+  const doc = parseDocument(readFileSync(config, 'utf8'));
+  doc.set('workers', o.workers);
+  const workersConfig = join(out, 'prx.yaml');
+  writeFileSync(workersConfig, doc.toString());
+  const args = [
+    runSh,
+    '--proxy-cmd', `exec ${join(REPO, 'bin', 'prx')} ${workersConfig}`,
+    '--proxy-port', String(proxy),
+    '--no-h2',
+    '--proxy-name', `prx, ${o.workers} workers`,
+    '--targets', 'direct,candidate',
+    '--rounds', String(o.rounds),
+    '--duration', String(o.duration),
+    '--conns', o.conns,
+    '--base-port', String(basePort),
+    '--out', out,
+  ];
+  process.stdout.write(`\nprx with workers: ${o.workers}, HTTP/1.1: ${o.rounds} round(s) of ${o.duration} s per concurrency\n`);
+  const code = await run('bash', args, { cwd: REPO });
+  if (code !== 0) return code;
+  const withWorkers = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'));
+  const section = workersSection(results, withWorkers, o.workers);
+  writeFileSync(o.md, `${readFileSync(o.md, 'utf8').trimEnd()}\n\n${section}`);
+  process.stdout.write(`\n${section}\nappended to: ${o.md}\n`);
+  return (withWorkers.skipped ?? []).includes('candidate') ? 1 : 0;
 }
 
 // ---------------------------------------------------------------- profile

@@ -11,10 +11,14 @@
 //   thrift  framed-binary thrift calls and mux dispatches straight to a backend, through a TCP
 //           relay and through prx's thrift and mux routers, interleaved rounds; prx's RSS while a
 //           16 MiB thrift call and reply pass; its section goes into bench/results/latest.md
+//           With `--workers N` (default 2; 0 for none) the http suite adds a row of prx with
+//           `workers: N` (its HTTP/1.1 rows again, CPU per request against the one-process row)
 import { spawnSync } from 'node:child_process';
 
 const suites = ['scripts/bench-naming.mjs', 'scripts/bench-http.mjs', 'scripts/bench-grpc.mjs', 'scripts/bench-thrift.mjs'];
+const args = process.argv.slice(2);
+if (!args.some((a) => a === '--workers' || a.startsWith('--workers='))) args.push('--workers', '2');
 for (const s of suites) {
-  const r = spawnSync(process.execPath, [s, ...process.argv.slice(2)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [s, ...args], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }

@@ -213,3 +213,30 @@ export function renderReport(results, resultsDir) {
   if (withH2) lines.push(...h2Section(results, name));
   return `${lines.join('\n')}\n`;
 }
+
+/**
+ * The `--workers N` section: prx with one process and with N workers at each concurrency, and the
+ * scaling figure of issue #22, requests per proxy CPU-second (all of prx's processes) with N
+ * workers over the one-process figure (target ≥ 0.9).
+ */
+export function workersSection(single, withWorkers, workers) {
+  const one = rowsByKey(single, 'h1');
+  const many = rowsByKey(withWorkers, 'h1');
+  const perCpuSecond = (r) => (num(r?.proxy_cpu_us_per_req) && r.proxy_cpu_us_per_req > 0 ? 1e6 / r.proxy_cpu_us_per_req : undefined);
+  const lines = [
+    `## prx with \`workers: ${workers}\` (HTTP/1.1)`,
+    '',
+    'Same pinning as above: the primary and every worker share the proxy\'s core, so the figure that carries to more cores is requests per proxy CPU-second, summed over all of prx\'s processes.',
+    '',
+    '| conns | rps, 1 process | rps per CPU-s | rps, ' + workers + ' workers | rps per CPU-s | p99 ms, ' + workers + ' workers | RSS MiB, all processes | per CPU-s ratio |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const c of conns(withWorkers, 'h1')) {
+    const a = one.get(`candidate|${c}`);
+    const b = many.get(`candidate|${c}`);
+    const ra = perCpuSecond(a);
+    const rb = perCpuSecond(b);
+    lines.push(`| ${c} | ${int(a?.rps)} | ${int(ra)} | ${int(b?.rps)} | ${int(rb)} | ${num(b?.lat_us?.p99) ? (b.lat_us.p99 / 1000).toFixed(2) : '–'} | ${mib(b?.proxy_rss_kb)} | ${times(ratio(rb, ra))} |`);
+  }
+  return `${lines.join('\n')}\n`;
+}

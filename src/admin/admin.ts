@@ -1,5 +1,4 @@
 import { defaultLogRegistry, getLogger, type LogRegistry } from '../core/log.js';
-import type { MetricsRegistry } from '../service/stats/index.js';
 import { tracingSwitch } from '../service/tracing.js';
 import { readBuildInfo, type BuildInfo } from './build-info.js';
 import { announcerEndpoint } from './endpoints/announcer.js';
@@ -12,7 +11,7 @@ import {
 } from './endpoints/basics.js';
 import { contentionEndpoint } from './endpoints/contention.js';
 import { loggingEndpoint } from './endpoints/logging.js';
-import { metricsEndpoints, usageEndpoint, type MetricsEndpointOptions } from './endpoints/metrics.js';
+import { metricsEndpoints, usageEndpoint, type MetricsEndpointOptions, type RegistrySource } from './endpoints/metrics.js';
 import { pprofEndpoints } from './endpoints/pprof.js';
 import { registryEndpoint } from './endpoints/registry.js';
 import { threadsEndpoints, WorkerRegistry } from './endpoints/threads.js';
@@ -125,7 +124,7 @@ export function createAdmin(options: AdminOptions = {}): Admin {
  */
 export function registerMetricsEndpoints(
   admin: Admin,
-  registry: MetricsRegistry,
+  registry: RegistrySource,
   options: MetricsEndpointOptions = {},
 ): void {
   for (const endpoint of metricsEndpoints(registry, options)) admin.add(endpoint);

@@ -4,7 +4,9 @@ export { readBuildInfo, BUILD_INFO_FILE, type BuildInfo } from './build-info.js'
 export { REDACTED, defaultEnvFilter, redactedEnv } from './endpoints/registry.js';
 export { WorkerRegistry } from './endpoints/threads.js';
 export type { TracingToggle } from './endpoints/tracing.js';
-export type { MetricsEndpointOptions } from './endpoints/metrics.js';
+export { metricsEndpoints, usageEndpoint, type MetricsEndpointOptions, type RegistrySource } from './endpoints/metrics.js';
+export { loggingEndpoint } from './endpoints/logging.js';
+export { tracingEndpoint } from './endpoints/tracing.js';
 export {
   AdminHttpError,
   AdminTlsError,
@@ -36,5 +38,6 @@ export {
   type AdminEndpointInfo,
   type AdminServerOptions,
   type AdminTls,
+  type ForwardedAdminRequest,
 } from './server.js';
 export { SecurityPolicy, categoryOf, type AdminCategory, type AdminSecurity } from './security.js';

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import * as http from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SocketOptionsConfig } from '../config/resolver-config.js';
 import { errorMessage } from '../core/errors.js';
@@ -51,6 +52,16 @@ export interface AdminEndpointInfo {
   readonly description: string;
   readonly category: AdminCategory;
   readonly methods: readonly string[] | 'any';
+}
+
+/** A request another process received and passes on: method, target (path and query), headers, body. */
+export interface ForwardedAdminRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Uint8Array;
+  /** For the error log only. */
+  readonly url?: string;
 }
 
 /** Admin defaults from the spec's Limits table. */
@@ -111,6 +122,39 @@ export class AdminServer {
       this.#exact.set(endpoint.path, { endpoint, methods, prefix: undefined });
     }
     return this;
+  }
+
+  /** Whether an endpoint is registered at exactly `path` (a prefix endpoint's path ends in `/*`). */
+  has(path: string): boolean {
+    return this.#exact.has(path) || this.#prefixes.some((r) => r.endpoint.path === path);
+  }
+
+  /** Unregisters the endpoint at `path` (to register another in its place); false if there was none. */
+  remove(path: string): boolean {
+    if (this.#exact.delete(path)) return true;
+    const before = this.#prefixes.length;
+    this.#prefixes = this.#prefixes.filter((r) => r.endpoint.path !== path);
+    return this.#prefixes.length !== before;
+  }
+
+  /**
+   * Serves a request that arrived some other way than this server's socket (a worker process
+   * answering its primary's admin): the same security, routing, method and cross-site checks and
+   * error responses; the body is already read. A post-response action runs once the answer is built.
+   */
+  async handle(request: ForwardedAdminRequest, signal: AbortSignal): Promise<AdminResponse> {
+    const url = parseUrl(request.target);
+    const wantsJson = acceptsJson(request.headers.accept) || url?.pathname.endsWith('.json') === true;
+    let response: AdminResponse;
+    try {
+      if (!url) throw new BadRequestError('malformed request URL');
+      response = await this.#route(request.method, url, request.headers, wantsJson, signal, () => {}, () => Promise.resolve(Buffer.from(request.body)));
+    } catch (e) {
+      response = this.#errorResponse(e, request, wantsJson);
+    }
+    const { onSent, ...rest } = response;
+    if (onSent) queueMicrotask(onSent);
+    return rest;
   }
 
   /** The endpoints the security policy lets through, sorted by path (the `/admin` index). */
@@ -245,22 +289,29 @@ export class AdminServer {
     this.#write(res, response);
   }
 
-  async #dispatch(
-    req: http.IncomingMessage,
+  #dispatch(req: http.IncomingMessage, url: URL, wantsJson: boolean, signal: AbortSignal): Promise<AdminResponse> {
+    return this.#route(req.method ?? 'GET', url, req.headers, wantsJson, signal, () => req.resume(), () => readBody(req, this.#maxBody));
+  }
+
+  /** Security → route → method → cross-site check → body → handler; `discard` drops an unread body. */
+  async #route(
+    method: string,
     url: URL,
+    headers: IncomingHttpHeaders,
     wantsJson: boolean,
     signal: AbortSignal,
+    discard: () => void,
+    body: () => Promise<Buffer>,
   ): Promise<AdminResponse> {
-    const method = req.method ?? 'GET';
     const path = url.pathname;
     const match = this.#match(path);
     const category = match?.route.endpoint.category ?? categoryOf(path);
     if (!this.#policy.allows(path, category)) {
-      req.resume();
+      discard();
       return { status: 404, contentType: 'text/plain', body: '' };
     }
     if (!match) {
-      req.resume();
+      discard();
       return errorBody(404, `no admin endpoint at ${path}`, wantsJson);
     }
     const { route, rest } = match;
@@ -268,19 +319,18 @@ export class AdminServer {
       throw new MethodNotAllowedError(method, route.methods);
     }
     if (changesState(method, category)) {
-      const reason = crossSiteReason(req.headers, this.#options.tls ? 'https' : 'http');
+      const reason = crossSiteReason(headers, this.#options.tls ? 'https' : 'http');
       if (reason !== undefined) {
-        req.resume();
+        discard();
         throw new CrossSiteRequestError(reason);
       }
     }
-    const body = await readBody(req, this.#maxBody);
     const request: AdminRequest = {
       method,
       path,
       query: url.searchParams,
-      headers: req.headers,
-      body,
+      headers,
+      body: await body(),
       rest,
       wantsJson,
       signal,
@@ -288,7 +338,7 @@ export class AdminServer {
     return await route.endpoint.handler(request);
   }
 
-  #errorResponse(e: unknown, req: http.IncomingMessage, wantsJson: boolean): AdminResponse {
+  #errorResponse(e: unknown, req: { readonly method?: string | undefined; readonly url?: string | undefined }, wantsJson: boolean): AdminResponse {
     if (e instanceof AdminHttpError) {
       return { ...errorBody(e.status, e.message, wantsJson), headers: e.headers };
     }

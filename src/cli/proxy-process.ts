@@ -7,10 +7,11 @@ import {
   type AdminOptions,
 } from '../admin/index.js';
 import { IdentifierServer } from '../admin/identifier-server.js';
+import { adminListener } from './admin-listener.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
 import { delegatorEndpoint, emptyBaseDtab, type DelegationNamespace } from '../admin/naming/delegator.js';
 import { dtabLinters } from '../admin/naming/dtab-lint.js';
-import { registerProxyUi } from '../admin/ui/index.js';
+import { registerProxyUi, type UiRouter } from '../admin/ui/index.js';
 import { lookupKind, type Family, type ProxyConfig } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, type LogRegistry, type Logger } from '../core/log.js';
@@ -71,6 +72,12 @@ export interface ProxyProcessOptions {
   readonly usageEnvironment?: UsageEnvironment;
   /** When usage reports go out; by default about a minute after start, then hourly. */
   readonly usageSchedule?: Pick<UsageReporterOptions, 'initialDelayMs' | 'intervalMs' | 'jitterMs'>;
+  /**
+   * Runs the process as one worker of several (`workers` > 1): the admin interface answers its
+   * primary over IPC instead of listening, usage is reported by the primary, and only the worker
+   * told to `announce` registers the servers in service discovery (one member per proxy).
+   */
+  readonly worker?: { readonly slot: number; readonly announce: boolean };
 }
 
 /** How long past the grace deadline shutdown waits for a component that ignores it. */
@@ -148,7 +155,7 @@ async function settleBy(work: Promise<unknown>, deadline: number): Promise<boole
 }
 
 /** Builds everything the config describes, in dependency order; nothing listens yet. */
-function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
+function build(config: ProxyConfig, logs: LogRegistry, worker: number | undefined): ProxyParts {
   const registry = new MetricsRegistry();
   const telemeters: Telemeter[] = [];
   const namers: (MountedNamer & { running: RunningNamer })[] = [];
@@ -157,7 +164,7 @@ function build(config: ProxyConfig, logs: LogRegistry): ProxyParts {
   try {
     for (const t of config.telemetry) {
       // Named by kind, as Linkerd's tracelog logger is, so `/logging.json` can tune each one.
-      const ctx: TelemeterContext = { registry, logger: logs.get(t.kind) };
+      const ctx: TelemeterContext = { registry, logger: logs.get(t.kind), ...(worker === undefined ? {} : { worker }) };
       telemeters.push(create<TelemeterContext, Telemeter>('telemeter', t.kind, t, ctx));
     }
     const stats: StatsReceiver = broadcastStats([registry.stats, ...telemeters.flatMap((t) => (t.stats ? [t.stats] : []))]);
@@ -214,6 +221,7 @@ export class ProxyProcess {
   readonly #log: Logger;
   readonly #identifier: IdentifierServer | undefined;
   readonly #usage: UsageReporter;
+  readonly #worker: ProxyProcessOptions['worker'];
   #addresses: RouterAddresses[] = [];
   #announcements: Announcement[] = [];
   #shutdown: Promise<void> | undefined;
@@ -227,6 +235,7 @@ export class ProxyProcess {
     this.routers = routers;
     this.namers = namers.map(({ prefix, namer }) => ({ prefix, namer }));
     this.#parts = parts;
+    this.#worker = options.worker;
     this.#log = logs.get('prx');
     this.closed = new Promise((resolve) => (this.#markClosed = resolve));
     this.admin = createAdmin(this.#adminOptions());
@@ -237,7 +246,7 @@ export class ProxyProcess {
         ? undefined
         : new IdentifierServer({ ip: config.admin.ip, port, routers: () => this.routers, logger: logs.get('prx.admin.identifier') });
     this.#usage = new UsageReporter({
-      enabled: config.usage.enabled,
+      enabled: config.usage.enabled && options.worker === undefined,
       endpoint: config.usage.endpoint,
       payload: () => this.usagePayload(options.usageEnvironment),
       logger: logs.get('prx.usage'),
@@ -246,17 +255,8 @@ export class ProxyProcess {
   }
 
   #adminOptions(): AdminOptions {
-    const { admin } = this.config;
-    const tls = admin.tls && {
-      certPath: admin.tls.certPath,
-      keyPath: admin.tls.keyPath,
-      ...(admin.tls.caCertPath === undefined ? {} : { caCertPath: admin.tls.caCertPath }),
-    };
     return {
-      ip: admin.ip,
-      port: admin.port,
-      ...(tls ? { tls } : {}),
-      security: admin.security,
+      ...adminListener(this.config.admin),
       logger: this.#parts.logs.get('prx.admin'),
       logs: this.#parts.logs,
       config: this.config,
@@ -276,7 +276,7 @@ export class ProxyProcess {
     this.routers.forEach((r, i) => this.#addInterpreterState(r, this.config.routers[i]?.interpreter.kind ?? 'default'));
     const enumerating = this.#parts.namers.flatMap((n) => (isEnumerating(n.running) ? [n.running] : []));
     admin.add(boundNamesEndpoint(() => enumerating));
-    const uiRouters = this.routers.map((r) => ({ label: r.label, protocol: r.protocol, dtab: r.baseDtab.show, dstPrefix: r.dstPrefix.show }));
+    const uiRouters = this.uiRouters();
     registerProxyUi(admin, { registry: this.registry, version: prxVersion(), routers: () => uiRouters });
     for (const linter of dtabLinters(() => ({
       routers: this.routers.map((r) => ({
@@ -350,9 +350,19 @@ export class ProxyProcess {
     return this.#identifier?.address;
   }
 
+  /** The routers as the admin's pages start from them. */
+  uiRouters(): UiRouter[] {
+    return this.routers.map((r) => ({ label: r.label, protocol: r.protocol, dtab: r.baseDtab.show, dstPrefix: r.dstPrefix.show }));
+  }
+
   /** The payload usage reports carry (served at `/admin/metrics/usage`). */
   usagePayload(environment?: UsageEnvironment): UsagePayload {
-    const summary: UsageSummary = {
+    return buildUsagePayload(this.usageSummary(), this.registry, environment);
+  }
+
+  /** What the usage payload says of the config and the listeners. */
+  usageSummary(): UsageSummary {
+    return {
       orgId: this.config.usage.orgId,
       routers: this.#addresses.map((a, i) => {
         const usage = this.routers[i]?.usage;
@@ -366,7 +376,6 @@ export class ProxyProcess {
       }),
       namers: this.config.namers.map((n) => n.kind),
     };
-    return buildUsagePayload(summary, this.registry, environment);
   }
 
   /** Opens the routers' servers, then the admin interface (so a `pong` means ready), then the rest. */
@@ -379,10 +388,13 @@ export class ProxyProcess {
         });
         this.#addresses = [...this.#addresses, { label: router.label, protocol: router.protocol, servers }];
       }
-      await this.admin.listen().catch((e: unknown) => {
-        const { ip, port } = this.config.admin;
-        throw new ProxyStartError(`the admin interface cannot listen on ${ip}:${port}: ${errorMessage(e)}`, { cause: e });
-      });
+      if (this.#worker) this.admin.eventLoop.start();
+      else {
+        await this.admin.listen().catch((e: unknown) => {
+          const { ip, port } = this.config.admin;
+          throw new ProxyStartError(`the admin interface cannot listen on ${ip}:${port}: ${errorMessage(e)}`, { cause: e });
+        });
+      }
       await this.#identifier?.listen().catch((e: unknown) => {
         throw new ProxyStartError(`the http identifier server cannot listen: ${errorMessage(e)}`, { cause: e });
       });
@@ -394,10 +406,13 @@ export class ProxyProcess {
     for (const t of this.#parts.telemeters) t.start();
     this.#parts.processMetrics.start();
     this.#usage.start();
-    this.#announce();
+    if (this.#worker?.announce !== false) this.#announce();
     log.info(
-      { admin: this.admin.url, routers: this.#addresses.map((a) => ({ label: a.label, servers: a.servers })) },
-      'prx started',
+      {
+        ...(this.#worker ? {} : { admin: this.admin.url }),
+        routers: this.#addresses.map((a) => ({ label: a.label, servers: a.servers })),
+      },
+      this.#worker ? 'prx worker started' : 'prx started',
     );
   }
 
@@ -479,7 +494,7 @@ export class ProxyProcess {
  */
 export async function startProxy(config: ProxyConfig, options: ProxyProcessOptions = {}): Promise<ProxyProcess> {
   const logs = options.logs ?? defaultLogRegistry;
-  const proxy = new ProxyProcess(build(config, logs), options);
+  const proxy = new ProxyProcess(build(config, logs, options.worker?.slot), options);
   await proxy.start();
   return proxy;
 }

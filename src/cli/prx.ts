@@ -1,8 +1,17 @@
-import { ConfigError, ConfigReadError, effectiveConfigJson, loadProxyConfig, type ProxyConfig } from '../config/index.js';
+import {
+  ConfigError,
+  ConfigReadError,
+  effectiveConfigJson,
+  readConfigSource,
+  validateConfigSource,
+  validateProxyConfig,
+  workerCount,
+  type ConfigSource,
+  type ProxyConfig,
+} from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, InvalidLogLevelError, parseLogLevel, ROOT_LOGGER } from '../core/log.js';
 import { prxVersion } from '../core/version.js';
-import type { ProxyProcess } from './proxy-process.js';
 import { adoptExposedGc } from '../core/read-pacer.js';
 
 const USAGE = `usage: prx [--log-level <level>] <config.yaml|config.json|->
@@ -49,10 +58,20 @@ function parseArgs(args: readonly string[]): Invocation {
   return { check, config: positional[0] as string, logLevel };
 }
 
+/** The running proxy as `serve` drives it: one process, or the primary of several workers. */
+interface Serving {
+  readonly shuttingDown: boolean;
+  readonly closed: Promise<void>;
+  shutdown(reason: string): Promise<void>;
+  /** Ends at once what a graceful shutdown would wait for (the workers). */
+  abort?(): void;
+}
+
 /** Loads the config; a bad one is reported on stderr (every issue, one per line) and is exit 1. */
-async function loadOrReport(arg: string): Promise<ProxyConfig | undefined> {
+async function loadOrReport(arg: string): Promise<{ config: ProxyConfig; source: ConfigSource } | undefined> {
   try {
-    return await loadProxyConfig(arg);
+    const source = await readConfigSource(arg);
+    return { config: validateConfigSource(source, validateProxyConfig), source };
   } catch (e) {
     if (!(e instanceof ConfigError || e instanceof ConfigReadError)) throw e;
     process.stderr.write(`prx: ${e.message}\n`);
@@ -72,11 +91,12 @@ function exitAfterLogs(code: number): void {
  * Runs until shutdown: SIGTERM and SIGINT start a graceful drain (as does POST /admin/shutdown);
  * a signal during the drain, however it started, exits at once with status 1.
  */
-async function serve(proxy: ProxyProcess): Promise<void> {
+async function serve(proxy: Serving): Promise<void> {
   const log = defaultLogRegistry.get('prx');
   const onSignal = (signal: NodeJS.Signals): void => {
     if (proxy.shuttingDown) {
       log.warn({ signal }, 'signal during shutdown; exiting now without waiting for the drain');
+      proxy.abort?.();
       exitAfterLogs(1);
       return;
     }
@@ -92,6 +112,13 @@ async function serve(proxy: ProxyProcess): Promise<void> {
 export async function main(args: string[]): Promise<void> {
   // bin/prx starts node with --expose-gc for this alone: scavenges paced by socket reads.
   adoptExposedGc();
+  // A worker of a proxy with `workers` > 1 runs this same entry point with the same arguments;
+  // its primary marks it in the environment and sends it the config.
+  if (process.env['PRX_WORKER'] !== undefined && (await import('node:cluster')).default.isWorker) {
+    const { runWorker } = await import('./workers/worker.js');
+    await runWorker();
+    return;
+  }
   if (args.includes('--help') || args.includes('-h')) {
     process.stdout.write(USAGE);
     return;
@@ -113,8 +140,9 @@ export async function main(args: string[]): Promise<void> {
   // Plugins register their kinds on import; config validation looks them up. Loaded only now so
   // that usage errors answer without loading every plugin.
   await import('./builtins.js');
-  const config = await loadOrReport(invocation.config);
-  if (!config) return;
+  const loaded = await loadOrReport(invocation.config);
+  if (!loaded) return;
+  const { config, source } = loaded;
   if (invocation.check) {
     process.stdout.write(`${effectiveConfigJson(config)}\n`);
     // Lint findings do not make the config invalid (it starts as is): stderr, exit status 0.
@@ -122,10 +150,16 @@ export async function main(args: string[]): Promise<void> {
     for (const line of await configLintLines(config)) process.stderr.write(`prx: ${line}\n`);
     return;
   }
-  let proxy: ProxyProcess;
+  let proxy: Serving;
   try {
-    const { startProxy } = await import('./proxy-process.js');
-    proxy = await startProxy(config);
+    const count = workerCount(config);
+    if (count === 1) {
+      const { startProxy } = await import('./proxy-process.js');
+      proxy = await startProxy(config);
+    } else {
+      const { startPrimary } = await import('./workers/primary.js');
+      proxy = await startPrimary({ config, source, count, logs: defaultLogRegistry });
+    }
   } catch (e) {
     defaultLogRegistry.get('prx').fatal({ err: e }, `prx cannot start: ${errorMessage(e)}`);
     process.stderr.write(`prx: cannot start: ${errorMessage(e)}\n`);

@@ -124,7 +124,11 @@ export function parseConfigText(text: string, origin?: string): unknown {
  * (e.g. `validateProxyConfig`). Validation errors are attributed to the source.
  */
 export async function loadConfigWith<T>(arg: string, validateRaw: (raw: unknown) => T, opts: ReadConfigOptions = {}): Promise<T> {
-  const { text, origin } = await readConfigSource(arg, opts);
+  return validateConfigSource(await readConfigSource(arg, opts), validateRaw);
+}
+
+/** Parses and validates config text already read (errors name its origin). */
+export function validateConfigSource<T>({ text, origin }: ConfigSource, validateRaw: (raw: unknown) => T): T {
   const raw = parseConfigText(text, origin);
   try {
     return validateRaw(raw);

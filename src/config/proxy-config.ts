@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { isIPv6 } from 'node:net';
 import { z } from 'zod';
 import { ConfigError, ConfigErrorCode, showPath, type ConfigIssue, type ConfigPath } from './errors.js';
@@ -93,6 +94,26 @@ export const namerList = z.array(namerSlot).default([]);
 /** The `telemetry` list (default empty). */
 export const telemeterList = z.array(kindSlot('telemeter')).default([]);
 
+/** The most worker processes a config may ask for. */
+export const MAX_WORKERS = 256;
+
+const WORKERS_MESSAGE = `expected a number of workers from 1 to ${MAX_WORKERS}, or "auto"`;
+
+/**
+ * `workers` (prx's addition, not in the spec): how many processes serve the routers. 1 is one
+ * process, as without the key; `auto` is one per core that `os.availableParallelism()` reports.
+ */
+export const workersConfig = z
+  .custom<number | 'auto'>((v) => v === 'auto' || (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_WORKERS), {
+    error: WORKERS_MESSAGE,
+  })
+  .default(1);
+
+/** The number of worker processes a config asks for (`auto` resolved on this host). */
+export function workerCount(cfg: { readonly workers: number | 'auto' }): number {
+  return cfg.workers === 'auto' ? Math.min(MAX_WORKERS, availableParallelism()) : cfg.workers;
+}
+
 /**
  * The whole proxy config. Routers are typed by their common keys: every protocol's router schema
  * is built from `routerBaseShape`, so its output has them.
@@ -103,6 +124,7 @@ export const proxyConfigSchema = z.strictObject({
   namers: namerList,
   telemetry: telemeterList,
   usage: usageConfig.prefault({}),
+  workers: workersConfig,
 });
 
 /** A validated proxy config: every default filled in, deep-frozen. */

@@ -127,6 +127,11 @@ export class LogRegistry {
     }
   }
 
+  /** The levels set explicitly (root first): what another process needs to log the same way. */
+  explicitLevels(): LoggerLevel[] {
+    return [...this.#explicit].map(([logger, level]) => ({ logger, level }));
+  }
+
   /** Every known logger (created or explicitly set) with its effective level: root first, then by name. */
   list(): LoggerLevel[] {
     const names = new Set([...this.#loggers.keys(), ...this.#explicit.keys()]);

@@ -24,6 +24,11 @@ export interface TelemeterContext {
   readonly logger: Logger;
   /** Timers for periodic work; the system scheduler when absent. */
   readonly scheduler?: Scheduler;
+  /**
+   * The worker's slot (1…N) when the proxy runs `workers` > 1: every worker runs its own
+   * telemeters, and what cannot be added up across processes is told apart by it.
+   */
+  readonly worker?: number;
 }
 
 /**

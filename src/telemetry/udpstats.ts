@@ -18,6 +18,10 @@
  * values are sampled on `add` into a fixed buffer and sent as timers (`name:12|ms|@0.01`) with
  * the counters; gauges are sent every `gaugeIntervalMs` (`name:7|g`). Lines are batched into
  * datagrams of at most 1432 bytes. Send errors are logged at debug level and otherwise ignored.
+ *
+ * With `workers` > 1 every worker sends its own: statsd adds the counter deltas up and merges the
+ * timer samples by itself, while a gauge (a level, not a delta) from several processes would
+ * overwrite itself, so each worker's gauges carry its slot: `prx.worker.2.process.mem.rss`.
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { lookup } from 'node:dns';
@@ -134,24 +138,26 @@ class UdpStatsSink {
   readonly timers = new Map<string, Entry<UdpTimer>>();
   readonly gauges = new Map<string, Entry<UdpGauge>>();
   readonly #prefix: string;
+  readonly #gaugePrefix: string;
   readonly #newTimer: () => UdpTimer;
 
-  constructor(prefix: string, newTimer: () => UdpTimer) {
+  constructor(prefix: string, gaugePrefix: string, newTimer: () => UdpTimer) {
     this.#prefix = prefix;
+    this.#gaugePrefix = gaugePrefix;
     this.#newTimer = newTimer;
   }
 
   counter(segments: readonly string[]): UdpCounter {
-    return this.#get(this.counters, segments, () => new UdpCounter());
+    return this.#get(this.counters, this.#prefix, segments, () => new UdpCounter());
   }
 
   timer(segments: readonly string[]): UdpTimer {
-    return this.#get(this.timers, segments, this.#newTimer);
+    return this.#get(this.timers, this.#prefix, segments, this.#newTimer);
   }
 
   gauge(segments: readonly string[], fn: (() => number) | undefined): UdpGauge {
-    const name = statsdName(this.#prefix, segments);
-    const g = this.#get(this.gauges, segments, () => {
+    const name = statsdName(this.#gaugePrefix, segments);
+    const g = this.#get(this.gauges, this.#gaugePrefix, segments, () => {
       const gauge: UdpGauge = new UdpGauge(fn, () => {
         if (this.gauges.get(name)?.metric === gauge) this.gauges.delete(name);
       });
@@ -167,8 +173,8 @@ class UdpStatsSink {
     }
   }
 
-  #get<M>(map: Map<string, Entry<M>>, segments: readonly string[], make: () => M): M {
-    const name = statsdName(this.#prefix, segments);
+  #get<M>(map: Map<string, Entry<M>>, prefix: string, segments: readonly string[], make: () => M): M {
+    const name = statsdName(prefix, segments);
     let e = map.get(name);
     if (!e) {
       e = { segments, metric: make() };
@@ -240,7 +246,8 @@ export class UdpStatsTelemeter implements Telemeter {
     this.#rateSuffix = cfg.sampleRate < 1 ? `|@${cfg.sampleRate}` : '';
     const capacity = options.timerCapacity ?? 1024;
     const random = options.random ?? Math.random;
-    this.#sink = new UdpStatsSink(cfg.prefix, () => new UdpTimer(capacity, cfg.sampleRate, random));
+    const gaugePrefix = ctx.worker === undefined ? cfg.prefix : `${cfg.prefix}.worker.${ctx.worker}`;
+    this.#sink = new UdpStatsSink(cfg.prefix, gaugePrefix, () => new UdpTimer(capacity, cfg.sampleRate, random));
     this.stats = new UdpStatsReceiver(this.#sink, []);
   }
 

@@ -165,7 +165,7 @@ export interface UsageReporterOptions {
   /** Where reports are POSTed; nothing is sent without one. */
   readonly endpoint?: string | undefined;
   /** Builds the payload at send time. */
-  readonly payload: () => UsagePayload;
+  readonly payload: () => UsagePayload | Promise<UsagePayload>;
   readonly logger: Logger;
   readonly scheduler?: Scheduler;
   /** Time between reports (default one hour). */
@@ -246,7 +246,7 @@ export class UsageReporter {
       const res = await request(endpoint, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(this.#opts.payload()),
+        body: JSON.stringify(await this.#opts.payload()),
         signal: AbortSignal.any([signal, AbortSignal.timeout(this.#opts.timeoutMs ?? 10_000)]),
       });
       await res.body.dump();

@@ -290,6 +290,17 @@ describe('bench-http --report', () => {
     assert.match(text, /Machine: 2 CPU\(s\), Test CPU, kernel 6\.1, 4 GiB RAM/);
   });
 
+  it('renders the --workers row: requests per proxy CPU-second with N workers against one process', async () => {
+    const report: string = '../../bench/lib/report.mjs';
+    const { workersSection } = (await import(report)) as { workersSection: (a: unknown, b: unknown, n: number) => string };
+    const one = harnessResults([{ target: 'candidate', conns: 16, rps: 40000, p99: 1000, cpuUs: 25 }]);
+    const two = harnessResults([{ target: 'candidate', conns: 16, rps: 38000, p99: 1200, cpuUs: 26, rssKb: 200000 }]);
+    const text = workersSection(one, two, 2);
+    assert.match(text, /^## prx with `workers: 2` \(HTTP\/1\.1\)/);
+    // 1e6 / 25 µs = 40,000 per CPU-second; 1e6 / 26 = 38,462; their ratio 0.96.
+    assert.match(text, /\| 16 \| 40,000 \| 40,000 \| 38,000 \| 38,462 \| 1\.20 \| 195\.3 \| 0\.96× \|/);
+  });
+
   it('writes the h2c section next to the HTTP/1.1 one: table, ratios, issue #17’s targets checked', async () => {
     const results = harnessResults([
       { target: 'direct', conns: 16, rps: 100000, p99: 400 },

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { ConfigError, effectiveConfigJson, loadProxyConfig, validateProxyConfig } from '../../src/config/index.js';
+import { ConfigError, effectiveConfigJson, loadProxyConfig, validateProxyConfig, workerCount } from '../../src/config/index.js';
 import { configErrorOf, minimal } from './fixtures.js';
 
 /** The issue lines of validating `raw`, and the error code. */
@@ -67,9 +67,21 @@ describe('validateProxyConfig: structure', () => {
     assert.deepEqual(problems({ routers: [] }).lines, ['routers: must list at least one router']);
   });
 
+  it('reads `workers`: 1 by default, a number from 1 to 256, or auto for the available cores', () => {
+    assert.equal(validateProxyConfig(minimal).workers, 1);
+    assert.equal(workerCount(validateProxyConfig(minimal)), 1);
+    assert.equal(workerCount(validateProxyConfig({ ...minimal, workers: 3 })), 3);
+    const auto = validateProxyConfig({ ...minimal, workers: 'auto' });
+    assert.equal(auto.workers, 'auto', 'the effective config keeps `auto`');
+    assert.equal(workerCount(auto), Math.min(256, availableParallelism()));
+    for (const bad of [0, 257, 2.5, -1, 'all', '2', true]) {
+      assert.deepEqual(problems({ ...minimal, workers: bad }).lines, ['workers: expected a number of workers from 1 to 256, or "auto"'], String(bad));
+    }
+  });
+
   it('rejects unknown top-level keys, listing the known ones', () => {
     assert.deepEqual(problems({ ...minimal, namerd: {} }).lines, [
-      'namerd: unknown key (known keys: admin, routers, namers, telemetry, usage)',
+      'namerd: unknown key (known keys: admin, routers, namers, telemetry, usage, workers)',
     ]);
   });
 

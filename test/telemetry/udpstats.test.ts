@@ -141,6 +141,21 @@ test('gauges are sent every gaugeIntervalMs; negative values are set from zero',
   assert.equal(await server.next(), 'edge.rt.http.load:8|g');
 });
 
+test('in a worker of several, gauges carry the worker slot while counters and timers keep their names', async (t) => {
+  const server = await statsd(t);
+  const scheduler = new ManualScheduler();
+  const parsed = udpStatsSchema.parse({ kind: 'io.prx.udpstats', experimental: true, port: server.port, prefix: 'edge', gaugeIntervalMs: 5000, sampleRate: 1 });
+  const tm = new UdpStatsTelemeter(parsed, { ...context(scheduler), worker: 2 });
+  t.after(() => tm.close());
+  tm.start();
+  tm.stats.gauge(['process', 'mem', 'rss'], () => 42);
+  tm.stats.counter('rt', 'http', 'requests').incr(3);
+  scheduler.advance(5000);
+  // statsd adds up the workers' counter deltas; a gauge from two processes would overwrite itself.
+  assert.equal(await server.next(), 'edge.rt.http.requests:3|c');
+  assert.equal(await server.next(), 'edge.worker.2.process.mem.rss:42|g');
+});
+
 test('lines are batched into datagrams within the size bound', async (t) => {
   const server = await statsd(t);
   const { tm } = telemeter(t, server.port, { prefix: 'p', sampleRate: 1 }, { maxDatagramBytes: 20 });

@@ -1,6 +1,17 @@
 import type { MetricsRegistry } from '../../service/stats/index.js';
 import { PROMETHEUS_CONTENT_TYPE, renderMetricsJson, renderPrometheus } from '../../telemetry/index.js';
-import { flag, jsonResponse, type AdminEndpoint } from '../handler.js';
+import { flag, jsonResponse, type AdminEndpoint, type AdminRequest } from '../handler.js';
+
+/**
+ * The registry an export renders: the process's own, or one built per request (a proxy with
+ * several workers merges theirs; the function may refuse the request with an admin error).
+ */
+export type RegistrySource = MetricsRegistry | ((req: AdminRequest) => MetricsRegistry | Promise<MetricsRegistry>);
+
+/** The registry of `source` for this request. */
+export function registryFor(source: RegistrySource, req: AdminRequest): MetricsRegistry | Promise<MetricsRegistry> {
+  return typeof source === 'function' ? source(req) : source;
+}
 
 /** Where and how `/admin/metrics/prometheus` is served (the prometheus telemeter's `path` and `prefix`). */
 export interface MetricsEndpointOptions {
@@ -16,12 +27,13 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * `/admin/metrics.json` (query `pretty=1`, `tree=1`, `q=a/b`; an unknown subtree is a 404
  * `{"error": "No such subtree: a/b"}`) and the Prometheus exposition, both over `registry`.
  */
-export function metricsEndpoints(registry: MetricsRegistry, options: MetricsEndpointOptions = {}): AdminEndpoint[] {
+export function metricsEndpoints(source: RegistrySource, options: MetricsEndpointOptions = {}): AdminEndpoint[] {
   return [
     {
       path: '/admin/metrics.json',
       description: 'Metrics as JSON. Query `pretty=1`, `tree=1`, `q=<scope/path>`.',
-      handler: (req) => {
+      handler: async (req) => {
+        const registry = await registryFor(source, req);
         const q = req.query.get('q');
         const { found, body } = renderMetricsJson(registry, {
           pretty: flag(req.query, 'pretty'),
@@ -34,9 +46,9 @@ export function metricsEndpoints(registry: MetricsRegistry, options: MetricsEndp
     {
       path: options.prometheusPath ?? '/admin/metrics/prometheus',
       description: 'Metrics in Prometheus text format.',
-      handler: () => ({
+      handler: async (req) => ({
         contentType: PROMETHEUS_CONTENT_TYPE,
-        body: renderPrometheus(registry, options.prometheusPrefix ?? ''),
+        body: renderPrometheus(await registryFor(source, req), options.prometheusPrefix ?? ''),
       }),
     },
   ];

@@ -9,11 +9,12 @@ import type { Admin } from '../admin.js';
 import { UiAssets, filesEndpoint } from './assets.js';
 import { dtabEditorEndpoints, type StoredDtabs } from './dtab-editor.js';
 import { pageEndpoints, type UiPage } from './pages.js';
-import { summaryEndpoint, type DashboardRouter } from './summary.js';
+import type { RegistrySource } from '../endpoints/metrics.js';
+import { summaryEndpoint, type DashboardRouter, type ProcessFigures } from './summary.js';
 
 export { UiAssets, UiNotBuiltError, findUiDir, UI_CSP } from './assets.js';
 export { checkDtab, type DtabCheck, type SaveOutcome, type StoredDtabView, type StoredDtabs } from './dtab-editor.js';
-export { buildSummary, CLIENT_FIELDS, LayoutTracker, ROUTER_FIELDS, type DashboardRouter, type SummaryBody } from './summary.js';
+export { buildSummary, CLIENT_FIELDS, LayoutTracker, ROUTER_FIELDS, type DashboardRouter, type ProcessFigures, type SummaryBody } from './summary.js';
 
 const LOGGING: UiPage = { path: '/logging', bundle: 'logging', title: 'Logging', nav: 'Logging', description: 'Log levels (UI): view and change them.' };
 const HELP: UiPage = { path: '/help', bundle: 'help', title: 'Help', nav: 'Help', description: 'What the admin pages show, and every JSON endpoint (UI).' };
@@ -26,7 +27,9 @@ export interface UiRouter extends DashboardRouter {
 }
 
 export interface ProxyUiOptions {
-  readonly registry: MetricsRegistry;
+  readonly registry: RegistrySource;
+  /** The dashboard's process figures when the proxy is more than this process. */
+  readonly processFigures?: (registry: MetricsRegistry) => ProcessFigures;
   readonly routers: () => readonly UiRouter[];
   readonly version: string;
   readonly assets?: UiAssets;
@@ -49,6 +52,7 @@ export function registerProxyUi(admin: Admin, options: ProxyUiOptions): void {
       routers: options.routers,
       version: options.version,
       eventLoopUtilization: () => admin.eventLoop.utilization().recent,
+      ...(options.processFigures ? { processFigures: options.processFigures } : {}),
     }),
   );
 }

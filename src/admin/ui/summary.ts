@@ -11,6 +11,7 @@
  * computes rates from the deltas between two polls, so a missed poll loses nothing.
  */
 import { readGauge, type HistogramMetric, type HistogramSummary, type MetricsNode, type MetricsRegistry } from '../../service/stats/index.js';
+import type { RegistrySource } from '../endpoints/metrics.js';
 import { jsonResponse, type AdminEndpoint } from '../handler.js';
 
 /** Columns of a router row. */
@@ -29,12 +30,23 @@ export interface DashboardRouter {
   readonly protocol: string;
 }
 
+/** The `process` figures of a poll: this process's own unless the options say otherwise. */
+export interface ProcessFigures {
+  readonly uptimeMs: number;
+  readonly rss: number;
+  readonly heapUsed: number;
+  readonly heapTotal: number;
+  readonly eventLoopUtilization?: number | undefined;
+}
+
 export interface SummaryOptions {
   readonly registry: MetricsRegistry;
   readonly routers: () => readonly DashboardRouter[];
   readonly version: string;
   /** Event-loop utilisation of the last window (0–1), when a monitor measures it. */
   readonly eventLoopUtilization?: () => number | undefined;
+  /** Figures of the whole proxy when it is more than this process (its workers' totals). */
+  readonly processFigures?: (registry: MetricsRegistry) => ProcessFigures;
 }
 
 type Num = number | null;
@@ -100,17 +112,24 @@ function sameClients(a: readonly (readonly string[])[], b: readonly (readonly st
 }
 
 /** The summary endpoint (category `ui`: the dashboard cannot work without it). */
-export function summaryEndpoint(options: SummaryOptions): AdminEndpoint {
+export function summaryEndpoint(options: Omit<SummaryOptions, 'registry'> & { readonly registry: RegistrySource }): AdminEndpoint {
   const tracker = new LayoutTracker();
+  const { registry } = options;
   return {
     path: '/admin/summary.json',
     method: 'GET',
     category: 'ui',
     description: 'Compact live summary the dashboard polls: process, routers, clients. Query `layout` (the version the caller has).',
-    handler: (req) => {
-      const known = Number(req.query.get('layout') ?? '0');
-      return jsonResponse(buildSummary(options, tracker, known));
-    },
+    handler:
+      typeof registry === 'function'
+        ? async (req) => {
+            const known = Number(req.query.get('layout') ?? '0');
+            return jsonResponse(buildSummary({ ...options, registry: await registry(req) }, tracker, known));
+          }
+        : (req) => {
+            const known = Number(req.query.get('layout') ?? '0');
+            return jsonResponse(buildSummary({ ...options, registry }, tracker, known));
+          },
   };
 }
 
@@ -167,17 +186,17 @@ export function buildSummary(options: SummaryOptions, tracker: LayoutTracker, kn
     clientValues.push(rows);
   }
   const layout = tracker.update(routers, clients);
-  const memory = process.memoryUsage();
-  const elu = options.eventLoopUtilization?.();
+  const figures = options.processFigures?.(registry) ?? ownFigures(options);
+  const elu = figures.eventLoopUtilization;
   return {
     time: now,
     layout,
     process: {
       version: options.version,
-      uptimeMs: Math.round(process.uptime() * 1000),
-      rss: memory.rss,
-      heapUsed: memory.heapUsed,
-      heapTotal: memory.heapTotal,
+      uptimeMs: figures.uptimeMs,
+      rss: figures.rss,
+      heapUsed: figures.heapUsed,
+      heapTotal: figures.heapTotal,
       eventLoopUtilization: elu === undefined ? null : elu,
     },
     routerFields: ROUTER_FIELDS,
@@ -185,6 +204,17 @@ export function buildSummary(options: SummaryOptions, tracker: LayoutTracker, kn
     ...(knownLayout === layout ? {} : { routers: routers.map(({ label, protocol }) => ({ label, protocol })), clients }),
     routerValues,
     clientValues,
+  };
+}
+
+function ownFigures(options: SummaryOptions): ProcessFigures {
+  const memory = process.memoryUsage();
+  return {
+    uptimeMs: Math.round(process.uptime() * 1000),
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    heapTotal: memory.heapTotal,
+    eventLoopUtilization: options.eventLoopUtilization?.(),
   };
 }
 

@@ -126,35 +126,104 @@ export class BucketedHistogram {
     const count = this.#count;
     const counts = this.#counts;
     if (count === 0 || counts === null) return EMPTY_SUMMARY;
-    const min = this.#min;
-    const max = this.#max;
-    const q = new Array<number>(QUANTILES.length);
-    let qi = 0;
-    let target = Math.round((QUANTILES[0] as number) * count);
-    let seen = 0;
-    for (let b = 0; b < BUCKETS && qi < QUANTILES.length; b++) {
-      seen += counts[b] as number;
-      // Several quantiles may fall into the same bucket.
-      while (qi < QUANTILES.length && seen >= target) {
-        // The exact min and max are known, so a bucket midpoint outside them is pulled in.
-        q[qi++] = Math.min(max, Math.max(min, midpoint(b)));
-        target = Math.round((QUANTILES[qi] ?? 1) * count);
+    return summarise(count, this.#sum, this.#min, this.#max, (visit) => {
+      for (let b = 0; b < BUCKETS; b++) if (visit(b, counts[b] as number)) return;
+    });
+  }
+
+  /** The current interval so far as sparse buckets (for merging histograms of several processes). */
+  peekBuckets(): HistogramBuckets {
+    const counts = this.#counts;
+    const index: number[] = [];
+    const n: number[] = [];
+    if (counts !== null && this.#count > 0) {
+      for (let b = 0; b < BUCKETS; b++) {
+        const c = counts[b] as number;
+        if (c > 0) {
+          index.push(b);
+          n.push(c);
+        }
       }
     }
-    return {
-      count,
-      sum: this.#sum,
-      avg: this.#sum / count,
-      min,
-      max,
-      p50: q[0] ?? max,
-      p90: q[1] ?? max,
-      p95: q[2] ?? max,
-      p99: q[3] ?? max,
-      p9990: q[4] ?? max,
-      p9999: q[5] ?? max,
-    };
+    return { count: this.#count, sum: this.#sum, min: this.#min, max: this.#max, index, n };
   }
+}
+
+/**
+ * One interval of a histogram as its non-empty buckets (`index[i]` holds `n[i]` values) and exact
+ * count, sum, min and max: what a worker process sends so the primary can merge distributions.
+ */
+export interface HistogramBuckets {
+  readonly count: number;
+  readonly sum: number;
+  readonly min: number;
+  readonly max: number;
+  readonly index: readonly number[];
+  readonly n: readonly number[];
+}
+
+/** Several intervals' buckets as one (the distribution of all their values together). */
+export function mergeBuckets(parts: readonly HistogramBuckets[]): HistogramBuckets {
+  const counts = new Map<number, number>();
+  let count = 0;
+  let sum = 0;
+  let min = Infinity;
+  let max = -Infinity;
+  for (const p of parts) {
+    if (p.count === 0) continue;
+    count += p.count;
+    sum += p.sum;
+    if (p.min < min) min = p.min;
+    if (p.max > max) max = p.max;
+    p.index.forEach((b, i) => counts.set(b, (counts.get(b) ?? 0) + (p.n[i] ?? 0)));
+  }
+  const index = [...counts.keys()].sort((a, b) => a - b);
+  return { count, sum, min, max, index, n: index.map((b) => counts.get(b) ?? 0) };
+}
+
+/** The summary of sparse buckets, with the same quantile rule as {@link BucketedHistogram.peek}. */
+export function summariseBuckets(buckets: HistogramBuckets): HistogramSummary {
+  if (buckets.count === 0) return EMPTY_SUMMARY;
+  return summarise(buckets.count, buckets.sum, buckets.min, buckets.max, (visit) => {
+    for (let i = 0; i < buckets.index.length; i++) if (visit(buckets.index[i] as number, buckets.n[i] as number)) return;
+  });
+}
+
+/** Walks buckets in ascending order (`each` stops when `visit` returns true) and reads the quantiles. */
+function summarise(
+  count: number,
+  sum: number,
+  min: number,
+  max: number,
+  each: (visit: (bucket: number, n: number) => boolean) => void,
+): HistogramSummary {
+  const q = new Array<number>(QUANTILES.length);
+  let qi = 0;
+  let target = Math.round((QUANTILES[0] as number) * count);
+  let seen = 0;
+  each((b, n) => {
+    seen += n;
+    // Several quantiles may fall into the same bucket.
+    while (qi < QUANTILES.length && seen >= target) {
+      // The exact min and max are known, so a bucket midpoint outside them is pulled in.
+      q[qi++] = Math.min(max, Math.max(min, midpoint(b)));
+      target = Math.round((QUANTILES[qi] ?? 1) * count);
+    }
+    return qi >= QUANTILES.length;
+  });
+  return {
+    count,
+    sum,
+    avg: sum / count,
+    min,
+    max,
+    p50: q[0] ?? max,
+    p90: q[1] ?? max,
+    p95: q[2] ?? max,
+    p99: q[3] ?? max,
+    p9990: q[4] ?? max,
+    p9999: q[5] ?? max,
+  };
 }
 
 /** The summary of an interval in which nothing was recorded. */

@@ -8,6 +8,9 @@ export {
   QUANTILES,
   bucketOf,
   bucketRange,
+  mergeBuckets,
+  summariseBuckets,
+  type HistogramBuckets,
   type HistogramSummary,
 } from './histogram.js';
 export {
@@ -40,4 +43,5 @@ export {
   serverStats,
   serviceStats,
 } from './scopes.js';
+export { gaugeMerge, MergedStats, SnapshotSource, type GaugeMerge, type SnapshotKnown, type StatsSnapshot } from './snapshot.js';
 export { StatusCodeCounters } from './status-codes.js';

@@ -1,4 +1,4 @@
-import { BucketedHistogram, type HistogramSummary } from './histogram.js';
+import { BucketedHistogram, type HistogramBuckets, type HistogramSummary } from './histogram.js';
 
 /** A monotonically increasing count. `incr` is O(1) and allocation-free. */
 export interface Counter {
@@ -83,6 +83,9 @@ export class GaugeMetric implements SettableGauge {
 export class HistogramMetric extends BucketedHistogram implements Histogram {
   readonly kind = 'histogram';
   #summary: HistogramSummary | undefined;
+  #lastBuckets: HistogramBuckets | undefined;
+  /** Set only on a histogram that shows merged figures (see {@link HistogramMetric.present}). */
+  #presentedSoFar: HistogramSummary | undefined;
 
   /** The summary of the last completed interval; undefined until the first snapshot. */
   get summary(): HistogramSummary | undefined {
@@ -97,12 +100,28 @@ export class HistogramMetric extends BucketedHistogram implements Histogram {
    */
   get summaryOrSoFar(): HistogramSummary | undefined {
     if (this.#summary !== undefined) return this.#summary;
+    if (this.#presentedSoFar !== undefined) return this.#presentedSoFar;
     return this.count > 0 ? this.peek() : undefined;
+  }
+
+  /** The last completed interval as sparse buckets; undefined until the first snapshot. */
+  get lastBuckets(): HistogramBuckets | undefined {
+    return this.#lastBuckets;
   }
 
   /** Ends the current interval, publishing its summary. */
   snapshot(): void {
+    this.#lastBuckets = this.peekBuckets();
     this.#summary = this.snapshotAndReset();
+  }
+
+  /**
+   * Makes this histogram show figures computed elsewhere (the merge of several processes'
+   * histograms): `summary` as the last completed interval, `soFar` before there is one.
+   */
+  present(summary: HistogramSummary | undefined, soFar: HistogramSummary | undefined): void {
+    this.#summary = summary;
+    this.#presentedSoFar = soFar;
   }
 }
 

@@ -60,6 +60,7 @@ export const DEFAULT_SNAPSHOT_INTERVAL_MS = 60_000;
 export class MetricsRegistry {
   readonly #root = new Node('', undefined);
   readonly #cancelSnapshots: Cancel;
+  #snapshots = 0;
   /** The receiver scoped at the root of this registry. */
   readonly stats: StatsReceiver;
 
@@ -141,6 +142,12 @@ export class MetricsRegistry {
   /** Ends the current histogram interval everywhere (runs on the snapshot timer). */
   snapshotHistograms(): void {
     snapshotAll(this.#root);
+    this.#snapshots++;
+  }
+
+  /** How many histogram intervals have ended: tells a reader whether the last intervals changed. */
+  get snapshotCount(): number {
+    return this.#snapshots;
   }
 
   /** Stops the snapshot timer. */
