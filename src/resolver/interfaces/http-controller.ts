@@ -22,13 +22,15 @@ import { JSON_MEDIA_TYPE, negotiateDtabType } from './dtab-codec.js';
 import { HttpListener } from './http-listener.js';
 import { type IfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
+import { WatchHeartbeats, readHeartbeatParam } from './watch-heartbeat.js';
 import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
 
 /**
  * `io.prx.httpController`: the resolver's HTTP API under `/api/1` (default 127.0.0.1:4180) —
  * dtab reads and writes, and bind/addr/resolve/delegate views of names. Used by `prxctl` and by
  * the proxy's `io.prx.resolver.http` interpreter. Every GET view accepts `watch=true` (or `1`)
- * and then streams one JSON document per line per change.
+ * and then streams one JSON document per line per change, with a bare-newline heartbeat every
+ * `heartbeatMs` (see watch-heartbeat.ts).
  */
 export const httpControllerSchema = z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) });
 export type HttpControllerConfig = z.output<typeof httpControllerSchema>;
@@ -74,6 +76,7 @@ export class HttpController implements ResolverInterface {
   readonly #answerTimeoutMs: number;
   readonly #writeTimeoutMs: number | undefined;
   readonly #streams = new Set<WatchStream>();
+  readonly #heartbeats = new WatchHeartbeats();
   /**
    * Watch sources by what they show: watchers of the same view share one observation of storage
    * and namers, and each change is rendered once however many watch it (fan-out to many proxies).
@@ -176,7 +179,8 @@ export class HttpController implements ResolverInterface {
     const resource = slash < 0 ? rest : rest.slice(0, slash);
     const ns = slash < 0 ? undefined : decodeNamespace(rest.slice(slash + 1));
     if (ns === null) return notFound;
-    const watch = isWatch(url.searchParams) && method === 'GET';
+    // The parameters of a watch (null: answer once).
+    const watch = isWatch(url.searchParams) && method === 'GET' ? url.searchParams : null;
     const view = (key: string, source: () => Var<Rendered>, extra?: Dtab): Promise<Reply | undefined> | Reply =>
       method === 'GET' || method === 'HEAD' ? this.#view(key, source, watch, res, signal, extra) : methodNotAllowed(method, ['GET', 'HEAD']);
     switch (resource) {
@@ -212,19 +216,19 @@ export class HttpController implements ResolverInterface {
   }
 
   /**
-   * A name view: streamed with `watch`, else the first answer as a 200 (an error as a 500; a 400
+   * A name view: streamed when `watch` holds the watch's parameters, else the first answer as a 200 (an error as a 500; a 400
    * when the request's own `extra` dtab pushed the evaluation past the naming budget).
    */
   async #view(
     key: string,
     source: () => Var<Rendered>,
-    watch: boolean,
+    watch: URLSearchParams | null,
     res: ServerResponse,
     signal: AbortSignal,
     extra?: Dtab,
   ): Promise<Reply | undefined> {
-    if (watch) {
-      this.#stream(res, key, source, JSON_MEDIA_TYPE);
+    if (watch !== null) {
+      this.#stream(res, key, source, JSON_MEDIA_TYPE, watch);
       return undefined;
     }
     const answer = await this.#first(source(), signal);
@@ -235,7 +239,9 @@ export class HttpController implements ResolverInterface {
     return { status: 200, body: answer.text, contentType: JSON_MEDIA_TYPE };
   }
 
-  #stream(res: ServerResponse, key: string, make: () => Var<Rendered>, contentType: string): void {
+  #stream(res: ServerResponse, key: string, make: () => Var<Rendered>, contentType: string, params: URLSearchParams): void {
+    // A bad heartbeatMs is refused before anything is watched.
+    const heartbeatMs = readHeartbeatParam(params, contentType);
     const shareKey = `${contentType}\n${key}`;
     let shared = this.#sharedViews.get(shareKey);
     if (shared === undefined) {
@@ -250,6 +256,7 @@ export class HttpController implements ResolverInterface {
     stream = new WatchStream(res, view.source, {
       contentType,
       ...(this.#writeTimeoutMs === undefined ? {} : { writeTimeoutMs: this.#writeTimeoutMs }),
+      heartbeat: heartbeatMs === 0 ? undefined : { periodMs: heartbeatMs, ticker: this.#heartbeats },
       onEnd: () => {
         if (stream !== undefined) this.#streams.delete(stream);
         if (--view.users === 0 && this.#sharedViews.get(shareKey) === view) this.#sharedViews.delete(shareKey);
@@ -261,6 +268,11 @@ export class HttpController implements ResolverInterface {
   /** Views shared by open watches (tests check that they are released). */
   get sharedViewCount(): number {
     return this.#sharedViews.size;
+  }
+
+  /** Heartbeat timers of open watches, one per distinct period (tests check that they are released). */
+  get heartbeatGroupCount(): number {
+    return this.#heartbeats.groupCount;
   }
 
   /** The first answer of `source`, bounded by the answer timeout and the client staying. */
@@ -285,14 +297,14 @@ export class HttpController implements ResolverInterface {
     const store = this.#ctx.store;
     if (ns === undefined || ns === '') {
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(method, ['GET', 'HEAD']);
-      return this.#view('namespaces', () => renderNamespaces(store.list()), isWatch(url.searchParams) && method === 'GET', res, signal);
+      return this.#view('namespaces', () => renderNamespaces(store.list()), isWatch(url.searchParams) && method === 'GET' ? url.searchParams : null, res, signal);
     }
     switch (method) {
       case 'GET':
       case 'HEAD': {
         const { contentType, codec } = negotiateDtabType(req.headers.accept);
         if (method === 'GET' && isWatch(url.searchParams)) {
-          this.#stream(res, viewKey('dtab', ns), () => renderDtab(store.observe(ns), codec), contentType);
+          this.#stream(res, viewKey('dtab', ns), () => renderDtab(store.observe(ns), codec), contentType, url.searchParams);
           return undefined;
         }
         const current = await this.#firstValue(store.observe(ns), signal);

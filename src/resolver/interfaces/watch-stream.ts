@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../../core/errors.js';
 import type { Closable, Var } from '../../naming/index.js';
 import { RequestTimedOutError } from '../errors.js';
+import { HEARTBEAT_HEADER, type Heartbeating, type WatchHeartbeats } from './watch-heartbeat.js';
 
 /**
  * What an endpoint currently has to say: nothing yet, one line (a complete JSON document or dtab
@@ -35,6 +36,8 @@ export interface WatchStreamOptions {
   readonly writeTimeoutMs?: number;
   /** Runs once when the stream ends, however it ends. */
   readonly onEnd?: () => void;
+  /** Writes a bare newline every `periodMs` (announced in the response header) while the stream lives. */
+  readonly heartbeat?: { readonly periodMs: number; readonly ticker: WatchHeartbeats } | undefined;
 }
 
 /**
@@ -45,8 +48,11 @@ export interface WatchStreamOptions {
  *
  * A slow client never makes output pile up: while a write is waiting to drain, only the latest
  * line is kept (Var semantics: the newest value wins) and written once the socket drains.
+ *
+ * With a heartbeat, a bare newline is written every period between lines, so the client can
+ * judge the link by its silence; heartbeats are not lines, and do not affect de-duplication.
  */
-export class WatchStream {
+export class WatchStream implements Heartbeating {
   readonly #res: ServerResponse;
   readonly #options: WatchStreamOptions;
   #sub: Closable | undefined;
@@ -59,11 +65,17 @@ export class WatchStream {
   constructor(res: ServerResponse, source: Var<Rendered>, options: WatchStreamOptions) {
     this.#res = res;
     this.#options = options;
-    res.writeHead(200, { 'content-type': options.contentType, 'cache-control': 'no-cache' });
+    const heartbeat = options.heartbeat;
+    res.writeHead(200, {
+      'content-type': options.contentType,
+      'cache-control': 'no-cache',
+      ...(heartbeat === undefined ? {} : { [HEARTBEAT_HEADER]: String(heartbeat.periodMs) }),
+    });
     // The status goes out at once, so a client knows the watch is established before any update.
     res.flushHeaders();
     res.on('close', () => this.#finish());
     res.on('drain', () => this.#onDrain());
+    heartbeat?.ticker.add(heartbeat.periodMs, this);
     const sub = source.observe((r) => this.#onValue(r));
     // The first value may have ended the stream inside observe(), before `sub` existed.
     if (this.#done) sub.close();
@@ -79,6 +91,12 @@ export class WatchStream {
 
   get ended(): boolean {
     return this.#done;
+  }
+
+  /** Writes a heartbeat, unless output is already waiting to drain (it will reach the client first). */
+  heartbeat(): void {
+    if (this.#done || this.#draining) return;
+    if (!this.#res.write('\n')) this.#backedUp();
   }
 
   #onValue(r: Rendered): void {
@@ -104,7 +122,10 @@ export class WatchStream {
     }
     if (text === this.#lastWritten) return;
     this.#lastWritten = text;
-    if (this.#res.write(text)) return;
+    if (!this.#res.write(text)) this.#backedUp();
+  }
+
+  #backedUp(): void {
     this.#draining = true;
     const timeout = this.#options.writeTimeoutMs;
     if (timeout !== undefined) {
@@ -126,6 +147,8 @@ export class WatchStream {
     if (this.#done) return;
     this.#done = true;
     if (this.#writeTimer) clearTimeout(this.#writeTimer);
+    const heartbeat = this.#options.heartbeat;
+    heartbeat?.ticker.remove(heartbeat.periodMs, this);
     this.#sub?.close();
     this.#sub = undefined;
     this.#options.onEnd?.();
