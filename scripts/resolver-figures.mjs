@@ -7,7 +7,7 @@
 //
 //   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
 //                                     [--interface http|mesh|destination] [--per-connection 1]
-//                                     [--heap-snapshot DIR]
+//                                     [--heap-snapshot DIR] [--settle-ms 1000]
 //
 // `http` (default): `watch=true` bind streams of the HTTP controller over raw sockets. `mesh`:
 // gRPC StreamBoundTree calls on the `io.prx.mesh` interface; `destination`: `Get` calls on the
@@ -38,6 +38,8 @@ const iface = String(option('--interface', 'http'));
 if (!['http', 'mesh', 'destination'].includes(iface)) throw new Error(`--interface is http, mesh or destination, not ${iface}`);
 const perConnection = Number(option('--per-connection', '1'));
 const snapshotDir = option('--heap-snapshot', undefined);
+// How long the watchers stay open before the resolver's RSS is read (its heap settles after the rush of connections).
+const settleMs = Number(option('--settle-ms', '1000'));
 
 if (!args.includes('--no-build')) {
   // bin/prx-resolver runs the bundle: compile, then bundle (what `npm run build` does).
@@ -206,14 +208,18 @@ async function measure(n) {
       sockets.push(s);
     }
     while (received < n) await sleep(20);
-    await sleep(1000);
+    await sleep(settleMs);
     const rssWith = rssMiB(child.pid);
     const memWith = await adminMemory(adminPort);
     if (snapshotDir) {
       child.kill('SIGUSR2');
       // The snapshot is written on the resolver's main thread: once the admin answers again, it is complete.
+      // (A request that waited through it may be dropped by the admin's timeouts: ask again.)
       await sleep(500);
-      await http(adminPort, 'GET', '/admin/ping');
+      for (let i = 0; !(await http(adminPort, 'GET', '/admin/ping').then((r) => r.status === 200, () => false)); i++) {
+        if (i > 100) throw new Error('the resolver did not come back from the heap snapshot');
+        await sleep(200);
+      }
       const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot'));
       if (file === undefined || statSync(join(dir, file)).size === 0) throw new Error('the resolver wrote no heap snapshot');
       mkdirSync(snapshotDir, { recursive: true });
@@ -250,6 +256,7 @@ async function measure(n) {
       rssWithMiB: rssWith,
       perWatcherKiB: perWatch(rssBefore, rssWith),
       heapKiB: perWatch(memBefore.heapUsed, memWith.heapUsed),
+      heapTotalKiB: perWatch(memBefore.heapTotal, memWith.heapTotal),
       p50Ms: med('p50'),
       p99Ms: med('p99'),
       maxMs: med('max'),
@@ -275,10 +282,10 @@ const how = {
 }[iface];
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians; load average at the end ${load}.\n`);
-console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | of which V8 heap KiB | update → all watchers p50 ms | p99 ms | last ms |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | V8 heap used KiB | V8 heap committed KiB | update → all watchers p50 ms | p99 ms | last ms |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   console.log(
-    `| ${r.watchers} | ${r.rssBeforeMiB.toFixed(1)} | ${r.rssWithMiB.toFixed(1)} | ${r.perWatcherKiB.toFixed(1)} | ${r.heapKiB.toFixed(1)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.maxMs.toFixed(1)} |`,
+    `| ${r.watchers} | ${r.rssBeforeMiB.toFixed(1)} | ${r.rssWithMiB.toFixed(1)} | ${r.perWatcherKiB.toFixed(1)} | ${r.heapKiB.toFixed(1)} | ${r.heapTotalKiB.toFixed(1)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.maxMs.toFixed(1)} |`,
   );
 }

@@ -23,7 +23,7 @@ import { HttpListener } from './http-listener.js';
 import { type IfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import { WatchHeartbeats, readHeartbeatParam } from './watch-heartbeat.js';
-import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
+import { type Rendered, WatchStream, type WatchStreamHost, type WatchedView, firstRendered } from './watch-stream.js';
 
 /**
  * `io.prx.httpController`: the resolver's HTTP API under `/api/1` (default 127.0.0.1:4180) —
@@ -57,6 +57,12 @@ export interface HttpControllerListen {
   readonly socketOptions?: SocketOptionsConfig | undefined;
 }
 
+/** A view watched by one or more streams: what it shows, under its share key. */
+interface SharedView extends WatchedView {
+  readonly key: string;
+  users: number;
+}
+
 /** A response the handlers return; watch responses are written by a {@link WatchStream} instead. */
 interface Reply {
   readonly status: number;
@@ -74,20 +80,24 @@ export class HttpController implements ResolverInterface {
   readonly #ctx: InterfaceContext;
   readonly #listener: HttpListener;
   readonly #answerTimeoutMs: number;
-  readonly #writeTimeoutMs: number | undefined;
-  readonly #streams = new Set<WatchStream>();
-  readonly #heartbeats = new WatchHeartbeats();
+  readonly #streams = new Set<WatchStream<SharedView>>();
+  readonly #streamHost: WatchStreamHost<SharedView>;
   /**
    * Watch sources by what they show: watchers of the same view share one observation of storage
-   * and namers, and each change is rendered once however many watch it (fan-out to many proxies).
+   * and namers, and each change is rendered (and encoded) once however many watch it (fan-out to
+   * many proxies).
    */
-  readonly #sharedViews = new Map<string, { readonly source: Var<Rendered>; users: number }>();
+  readonly #sharedViews = new Map<string, SharedView>();
   readonly #requests: Counter;
 
   constructor(cfg: HttpControllerListen, ctx: InterfaceContext, options: HttpControllerOptions = {}) {
     this.#ctx = ctx;
     this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
-    this.#writeTimeoutMs = cfg.socketOptions?.writeTimeoutMs;
+    this.#streamHost = {
+      writeTimeoutMs: cfg.socketOptions?.writeTimeoutMs,
+      heartbeats: new WatchHeartbeats(),
+      streamEnded: (stream) => this.#streamEnded(stream),
+    };
     this.#listener = new HttpListener(
       {
         kind: this.kind,
@@ -130,7 +140,8 @@ export class HttpController implements ResolverInterface {
   async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.#requests.incr();
     const abort = new AbortController();
-    res.on('close', () => abort.abort(new Error('client went away')));
+    const onClose = (): void => abort.abort(new Error('client went away'));
+    res.on('close', onClose);
     let reply: Reply | undefined;
     try {
       reply = await this.#route(req, res, abort.signal);
@@ -140,6 +151,8 @@ export class HttpController implements ResolverInterface {
       reply = this.#errorReply(e);
     }
     if (reply !== undefined) this.#write(req, res, reply);
+    // A watch stream took over and watches the connection itself: the signal is not held for its life.
+    else res.off('close', onClose);
   }
 
   #write(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
@@ -243,26 +256,22 @@ export class HttpController implements ResolverInterface {
     // A bad heartbeatMs is refused before anything is watched.
     const heartbeatMs = readHeartbeatParam(params, contentType);
     const shareKey = `${contentType}\n${key}`;
-    let shared = this.#sharedViews.get(shareKey);
-    if (shared === undefined) {
-      shared = { source: make(), users: 0 };
-      this.#sharedViews.set(shareKey, shared);
+    let view = this.#sharedViews.get(shareKey);
+    if (view === undefined) {
+      view = { key: shareKey, source: make(), contentType, users: 0 };
+      this.#sharedViews.set(shareKey, view);
     }
-    const view = shared;
     view.users++;
     // The stream may end inside its constructor (a first value that is already an error, e.g. a
-    // binding refused by the naming budget): `onEnd` must not touch `stream` before it exists.
-    let stream: WatchStream | undefined = undefined;
-    stream = new WatchStream(res, view.source, {
-      contentType,
-      ...(this.#writeTimeoutMs === undefined ? {} : { writeTimeoutMs: this.#writeTimeoutMs }),
-      heartbeat: heartbeatMs === 0 ? undefined : { periodMs: heartbeatMs, ticker: this.#heartbeats },
-      onEnd: () => {
-        if (stream !== undefined) this.#streams.delete(stream);
-        if (--view.users === 0 && this.#sharedViews.get(shareKey) === view) this.#sharedViews.delete(shareKey);
-      },
-    });
+    // binding refused by the naming budget), before it could be added.
+    const stream = new WatchStream(res, view, this.#streamHost, heartbeatMs);
     if (!stream.ended) this.#streams.add(stream);
+  }
+
+  #streamEnded(stream: WatchStream<SharedView>): void {
+    this.#streams.delete(stream);
+    const view = stream.view;
+    if (--view.users === 0 && this.#sharedViews.get(view.key) === view) this.#sharedViews.delete(view.key);
   }
 
   /** Views shared by open watches (tests check that they are released). */
@@ -272,7 +281,7 @@ export class HttpController implements ResolverInterface {
 
   /** Heartbeat timers of open watches, one per distinct period (tests check that they are released). */
   get heartbeatGroupCount(): number {
-    return this.#heartbeats.groupCount;
+    return this.#streamHost.heartbeats.groupCount;
   }
 
   /** The first answer of `source`, bounded by the answer timeout and the client staying. */
