@@ -131,6 +131,22 @@ function openGrpcWatch(port, call, onData, shared) {
 const PORTS = { blue: 8081, green: 8082 };
 const portField = (port) => String.fromCharCode(0x10, (port & 0x7f) | 0x80, port >> 7);
 
+/**
+ * Whether a chunk of a destination stream holds an `add` (Update field 1) of `port`. Each gRPC
+ * message is checked on its own: the `remove` of the previous name, which trails its update's
+ * `add`, carries the other port and must not count as the arrival of the next update.
+ */
+function destinationAdds(chunk, port) {
+  const field = portField(port);
+  for (let at = 0; at + 5 <= chunk.length; ) {
+    const len = (chunk.charCodeAt(at + 1) << 24) | (chunk.charCodeAt(at + 2) << 16) | (chunk.charCodeAt(at + 3) << 8) | chunk.charCodeAt(at + 4);
+    const message = chunk.slice(at + 5, at + 5 + len);
+    if (message.charCodeAt(0) === 0x0a && message.includes(field)) return true;
+    at += 5 + len;
+  }
+  return false;
+}
+
 /** The resolver's memory as its admin reports it (V8 heap used and total, external, array buffers), in MiB. */
 async function adminMemory(adminPort) {
   const r = await http(adminPort, 'GET', '/admin/metrics.json');
@@ -195,7 +211,7 @@ async function measure(n) {
       // The HTTP view shows the id as JSON text; the mesh message carries it as the path segment's
       // bytes; a destination `add` carries the name's endpoint port.
       const onData = (chunk) => {
-        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : iface === 'mesh' ? chunk.includes(want) : chunk.includes(portField(PORTS[want]));
+        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : iface === 'mesh' ? chunk.includes(want) : destinationAdds(chunk, PORTS[want]);
         if (seen && seenAt[index] === 0) {
           seenAt[index] = performance.now();
           received++;

@@ -155,20 +155,26 @@ test('silent cut: bind and addr watches notice a relay that stops forwarding wit
     // Changes made while the link is silent: a dtab change (the bind watch) and a namer change (the addr watch).
     await resolver.store.put('default', readDtab('/svc=>/#/io.prx.test;/svc/app=>/#/io.prx.test/green'));
     resolver.namer.set('blue', ['127.0.0.1:1003']);
+    // Each watch's own detection time (the two streams' last heartbeats need not coincide).
+    const detected: { bind?: number; addr?: number } = {};
     await eventually(
-      () => interp.state().binds[0]?.stream.lastError !== null && interp.state().addrs[0]?.stream.lastError !== null,
+      () => {
+        const st = interp.state();
+        if (detected.bind === undefined && st.binds[0]?.stream.lastError !== null) detected.bind = Date.now() - cutAt;
+        if (detected.addr === undefined && st.addrs[0]?.stream.lastError !== null) detected.addr = Date.now() - cutAt;
+        return detected.bind !== undefined && detected.addr !== undefined;
+      },
       10_000,
       'both watches noticed the silent link',
     );
-    const detectedMs = Date.now() - cutAt;
     // Silence allowed: closeTimeoutMs + one period; slack for timers on a shared machine.
-    assert.ok(detectedMs <= closeTimeoutMs + 2 * minPeriodMs + 1000, `detected after ${detectedMs} ms`);
+    for (const [watch, ms] of Object.entries(detected)) assert.ok(ms <= closeTimeoutMs + 2 * minPeriodMs + 1000, `${watch} watch detected after ${ms} ms`);
     assert.match(interp.state().binds[0]?.stream.lastError?.message ?? '', /nothing from the resolver for 1200 ms \(failureThreshold\)/);
-    assert.equal(seen.at(-1), '/#/io.prx.test/blue', 'the last good tree stays while the link is down');
-
     await eventually(() => seen.at(-1) === '/#/io.prx.test/green', 5000, 'the dtab change made during the cut arrives');
     await eventually(() => addrs.at(-1) === '127.0.0.1:1003*1', 5000, 'the address change made during the cut arrives');
-    assert.deepEqual(seen, ['pending', '/#/io.prx.test/blue', '/#/io.prx.test/green'], 'never failed, nothing in between');
+    // The last good values stayed while the links were down: nothing failed or went pending in between.
+    assert.deepEqual(seen, ['pending', '/#/io.prx.test/blue', '/#/io.prx.test/green']);
+    assert.deepEqual(addrs.slice(addrs.indexOf('127.0.0.1:1001*1')), ['127.0.0.1:1001*1', '127.0.0.1:1003*1']);
     assert.ok(relay.connections() >= 4, 'new connections were made');
     const state = interp.state();
     assert.equal(state.binds[0]?.stream.state, 'streaming');

@@ -18,8 +18,11 @@ test('a heartbeat (bare newline) every heartbeatMs, announced in prx-heartbeat-m
     const addr = fx.namer.bind('foo', addrBound([address('127.0.0.1', 1)]));
     const w = await openWatch(`${fx.url}${BIND}&heartbeatMs=100`);
     assert.equal(w.headers['prx-heartbeat-ms'], '100');
+    const since = Date.now();
     assert.equal(await w.next(), LEAF(1));
     await eventually(() => w.heartbeats() >= 3, 5000, 'three heartbeats');
+    // One per period, not one per tick of the shared timer (it ticks several times a period, each tick a slice of the streams).
+    assert.ok(w.heartbeats() <= (Date.now() - since) / 100 + 2, `${w.heartbeats()} heartbeats in ${Date.now() - since} ms`);
     // The same value again after heartbeats is still no news.
     addr.update(addrBound([address('127.0.0.1', 1)]));
     await w.quiet(300);

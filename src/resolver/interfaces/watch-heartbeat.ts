@@ -32,36 +32,56 @@ export function readHeartbeatParam(params: URLSearchParams, contentType: string)
   return ms === 0 ? 0 : Math.min(MAX_HEARTBEAT_MS, Math.max(MIN_HEARTBEAT_MS, ms));
 }
 
-/** What the ticker drives: a stream that writes a heartbeat when asked (unless it is backed up). */
+/** What the timers drive: a stream that writes a heartbeat when asked (unless it is backed up). */
 export interface Heartbeating {
   heartbeat(): void;
 }
 
+/** Each period's streams are written in this many slices, spread over the period. */
+const SLICES = 8;
+
+/** The streams of one period, in slices: a tick writes one slice, so a tick never writes to every stream at once. */
+interface HeartbeatGroup {
+  readonly timer: NodeJS.Timeout;
+  readonly slices: readonly Set<Heartbeating>[];
+  size: number;
+  /** The slice the next stream joins (round robin), and the slice the next tick writes. */
+  nextJoin: number;
+  nextTick: number;
+}
+
 /**
  * One timer per distinct period, shared by every stream with that period (one per stream would
- * cost each watch a timer). Every tick writes to every stream of the group, so the gap between
- * two writes on a stream never exceeds one period.
+ * cost each watch a timer). It ticks {@link SLICES} times a period and each tick writes to one
+ * slice of the streams, so every stream gets a heartbeat once a period while the resolver's event
+ * loop never stops for all of them at once (an update waiting behind ten thousand writes).
  */
 export class WatchHeartbeats {
-  readonly #groups = new Map<number, { readonly timer: NodeJS.Timeout; readonly streams: Set<Heartbeating> }>();
+  readonly #groups = new Map<number, HeartbeatGroup>();
 
   add(periodMs: number, stream: Heartbeating): void {
     let group = this.#groups.get(periodMs);
     if (group === undefined) {
-      const streams = new Set<Heartbeating>();
+      const slices = Array.from({ length: SLICES }, () => new Set<Heartbeating>());
       const timer = setInterval(() => {
-        for (const s of streams) s.heartbeat();
-      }, periodMs);
+        const g = this.#groups.get(periodMs);
+        if (g === undefined) return;
+        const slice = g.slices[g.nextTick] as Set<Heartbeating>;
+        g.nextTick = (g.nextTick + 1) % SLICES;
+        for (const s of slice) s.heartbeat();
+      }, periodMs / SLICES);
       timer.unref();
-      group = { timer, streams };
+      group = { timer, slices, size: 0, nextJoin: 0, nextTick: 0 };
       this.#groups.set(periodMs, group);
     }
-    group.streams.add(stream);
+    (group.slices[group.nextJoin] as Set<Heartbeating>).add(stream);
+    group.nextJoin = (group.nextJoin + 1) % SLICES;
+    group.size++;
   }
 
   remove(periodMs: number, stream: Heartbeating): void {
     const group = this.#groups.get(periodMs);
-    if (group === undefined || !group.streams.delete(stream) || group.streams.size > 0) return;
+    if (group === undefined || !group.slices.some((slice) => slice.delete(stream)) || --group.size > 0) return;
     clearInterval(group.timer);
     this.#groups.delete(periodMs);
   }
