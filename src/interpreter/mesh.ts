@@ -20,7 +20,7 @@ import { dstAddresses, resolverClientTlsSchema, resolverRetrySchema, retryBackof
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
-// Where the mesh interpreter's config used to define it (imports of it from here keep working).
+// Also exported from here, beside the mesh interpreter's other config pieces.
 export { failureThresholdSchema, type FailureThresholdConfig } from './liveness.js';
 
 /** A root such as `/default`: exactly one segment, the namespace. */
