@@ -1,21 +1,24 @@
 #!/usr/bin/env node
 // Watch fan-out of `bin/prx-resolver`: how many concurrent watches one resolver serves, what each
 // costs in resident memory, and how long a dtab update takes to reach all of them. Starts the
-// resolver (dist/, in-memory storage, an fs namer over a temporary directory), opens N bind
-// watches from this process, writes a new dtab with a PUT, and times the arrival of the new tree
-// on every stream. Repeats for each N.
+// resolver (the build in dist/, in-memory storage, an fs namer over a temporary directory), opens
+// N watches of one name from this process, writes a new dtab with a PUT, and times the arrival of
+// the new value on every stream. Repeats for each N.
 //
 //   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
-//                                     [--interface http|mesh] [--per-connection 1]
+//                                     [--interface http|mesh|destination] [--per-connection 1]
+//                                     [--heap-snapshot DIR] [--settle-ms 1000]
 //
-// `http` (default): `watch=true` streams of the HTTP controller over raw sockets. `mesh`: gRPC
-// StreamBoundTree calls on the `io.prx.mesh` interface, each on its own HTTP/2 connection (as
-// many proxies would), written by hand with node:http2 so the client side stays light;
+// `http` (default): `watch=true` bind streams of the HTTP controller over raw sockets. `mesh`:
+// gRPC StreamBoundTree calls on the `io.prx.mesh` interface; `destination`: `Get` calls on the
+// `io.prx.destination` interface. Both gRPC clients are written by hand with node:http2 so the
+// client side stays light, each call on its own HTTP/2 connection (as many proxies would);
 // `--per-connection k` puts k calls on each connection instead (a proxy's binds and replica sets
-// share its one connection to the resolver).
-// Each watcher is a TCP connection on both sides; keep N below half of `ulimit -n`.
+// share its one connection to the resolver). `--heap-snapshot DIR` writes a heap snapshot of the
+// resolver with all watchers open (for where the memory goes).
+// Each connection is a socket on both sides; keep N/k below `ulimit -n`.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect as http2Connect } from 'node:http2';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -32,11 +35,16 @@ const option = (name, fallback) => {
 const counts = String(option('--watchers', '1000 5000 10000')).split(/\s+/).filter(Boolean).map(Number);
 const updates = Number(option('--updates', '5'));
 const iface = String(option('--interface', 'http'));
-if (iface !== 'http' && iface !== 'mesh') throw new Error(`--interface is http or mesh, not ${iface}`);
+if (!['http', 'mesh', 'destination'].includes(iface)) throw new Error(`--interface is http, mesh or destination, not ${iface}`);
 const perConnection = Number(option('--per-connection', '1'));
+const snapshotDir = option('--heap-snapshot', undefined);
+// How long the watchers stay open before the resolver's RSS is read (its heap settles after the rush of connections).
+const settleMs = Number(option('--settle-ms', '1000'));
 
 if (!args.includes('--no-build')) {
+  // bin/prx-resolver runs the bundle: compile, then bundle (what `npm run build` does).
   spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  spawnSync(process.execPath, [join(root, 'scripts/bundle.mjs')], { stdio: 'inherit', cwd: root });
 }
 
 async function freePort() {
@@ -94,22 +102,57 @@ const BIND_FRAME = (() => {
   return Buffer.concat([head, msg]);
 })();
 
-/** Opens one StreamBoundTree call, on `session` or a new HTTP/2 connection; `onData` sees every chunk. */
-function openMeshWatch(port, onData, shared) {
+/** GetDestination{scheme: k8s, path: web.default.svc.cluster.local:8080} in a gRPC frame. */
+const GET_FRAME = (() => {
+  const msg = Buffer.concat([ld(1, Buffer.from('k8s')), ld(2, Buffer.from('web.default.svc.cluster.local:8080'))]);
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(msg.length, 1);
+  return Buffer.concat([head, msg]);
+})();
+const GRPC_CALLS = {
+  mesh: { path: '/io.linkerd.mesh.Interpreter/StreamBoundTree', frame: BIND_FRAME },
+  destination: { path: '/io.linkerd.proxy.destination.Destination/Get', frame: GET_FRAME },
+};
+
+/** Opens one server-streaming gRPC call, on `session` or a new HTTP/2 connection; `onData` sees every chunk. */
+function openGrpcWatch(port, call, onData, shared) {
   return new Promise((resolve, reject) => {
     const session = shared ?? http2Connect(`http://127.0.0.1:${port}`);
     if (!shared) session.once('error', reject);
-    const req = session.request({
-      ':method': 'POST',
-      ':path': '/io.linkerd.mesh.Interpreter/StreamBoundTree',
-      'content-type': 'application/grpc',
-      te: 'trailers',
-    });
+    const req = session.request({ ':method': 'POST', ':path': call.path, 'content-type': 'application/grpc', te: 'trailers' });
     req.setEncoding('latin1');
     req.on('data', onData);
     req.once('response', () => resolve({ session, destroy: () => session.destroy() }));
-    req.end(BIND_FRAME);
+    req.end(call.frame);
   });
+}
+
+/** The endpoint of each fs name, and how its arrival shows in a destination `add`: TcpAddress.port (field 2) = port. */
+const PORTS = { blue: 8081, green: 8082 };
+const portField = (port) => String.fromCharCode(0x10, (port & 0x7f) | 0x80, port >> 7);
+
+/**
+ * Whether a chunk of a destination stream holds an `add` (Update field 1) of `port`. Each gRPC
+ * message is checked on its own: the `remove` of the previous name, which trails its update's
+ * `add`, carries the other port and must not count as the arrival of the next update.
+ */
+function destinationAdds(chunk, port) {
+  const field = portField(port);
+  for (let at = 0; at + 5 <= chunk.length; ) {
+    const len = (chunk.charCodeAt(at + 1) << 24) | (chunk.charCodeAt(at + 2) << 16) | (chunk.charCodeAt(at + 3) << 8) | chunk.charCodeAt(at + 4);
+    const message = chunk.slice(at + 5, at + 5 + len);
+    if (message.charCodeAt(0) === 0x0a && message.includes(field)) return true;
+    at += 5 + len;
+  }
+  return false;
+}
+
+/** The resolver's memory as its admin reports it (V8 heap used and total, external, array buffers), in MiB. */
+async function adminMemory(adminPort) {
+  const r = await http(adminPort, 'GET', '/admin/metrics.json');
+  const m = JSON.parse(r.text);
+  const mib = (k) => (m[k] ?? NaN) / (1024 * 1024);
+  return { heapUsed: mib('process/mem/heap/used'), heapTotal: mib('process/mem/heap/total'), external: mib('process/mem/external'), arrayBuffers: mib('process/mem/array_buffers') };
 }
 
 function percentile(sorted, p) {
@@ -120,9 +163,9 @@ async function measure(n) {
   const dir = mkdtempSync(join(tmpdir(), 'prx-resolver-figures-'));
   const disco = join(dir, 'disco');
   mkdirSync(disco);
-  writeFileSync(join(disco, 'blue'), '127.0.0.1 8081\n');
-  writeFileSync(join(disco, 'green'), '127.0.0.1 8082\n');
-  const [ctlPort, adminPort, meshPort] = [await freePort(), await freePort(), await freePort()];
+  writeFileSync(join(disco, 'blue'), `127.0.0.1 ${PORTS.blue}\n`);
+  writeFileSync(join(disco, 'green'), `127.0.0.1 ${PORTS.green}\n`);
+  const [ctlPort, adminPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
   const config = join(dir, 'resolver.json');
   writeFileSync(
     config,
@@ -130,13 +173,19 @@ async function measure(n) {
       admin: { port: adminPort },
       interfaces: [
         { kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort },
-        ...(iface === 'mesh' ? [{ kind: 'io.prx.mesh', ip: '127.0.0.1', port: meshPort }] : []),
+        ...(iface === 'mesh' ? [{ kind: 'io.prx.mesh', ip: '127.0.0.1', port: grpcPort }] : []),
+        ...(iface === 'destination' ? [{ kind: 'io.prx.destination', ip: '127.0.0.1', port: grpcPort, prefix: '/svc', namespace: 'default' }] : []),
       ],
       storage: { kind: 'io.prx.inMemory', namespaces: { default: '/svc/web => /#/io.prx.fs/blue' } },
       namers: [{ kind: 'io.prx.fs', rootDir: disco }],
     }),
   );
-  const child = spawn(process.execPath, [join(root, 'bin/prx-resolver'), config], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // As bin/prx-resolver runs itself from a shell: one malloc arena.
+  const child = spawn(process.execPath, [...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2'] : []), join(root, 'bin/prx-resolver'), config], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: dir,
+    env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' },
+  });
   try {
     for (let i = 0; ; i++) {
       const ok = await http(adminPort, 'GET', '/admin/ping').then((r) => r.status === 200, () => false);
@@ -147,10 +196,10 @@ async function measure(n) {
     // A few warm-up requests, so the baseline includes a JIT-warm controller (and, for mesh, a
     // loaded gRPC stack: a few watches opened and closed).
     for (let i = 0; i < 50; i++) await http(ctlPort, 'GET', '/api/1/bind/default?path=/svc/web');
-    if (iface === 'mesh') for (let i = 0; i < 20; i++) (await openMeshWatch(meshPort, () => {})).destroy();
-    global.gc?.();
+    if (iface !== 'http') for (let i = 0; i < 20; i++) (await openGrpcWatch(grpcPort, GRPC_CALLS[iface], () => {})).destroy();
     await sleep(500);
     const rssBefore = rssMiB(child.pid);
+    const memBefore = await adminMemory(adminPort);
 
     let want = 'blue';
     let seenAt = new Float64Array(n);
@@ -159,20 +208,39 @@ async function measure(n) {
     const sockets = [];
     for (let i = 0; i < n; i++) {
       const index = i;
-      // The HTTP view shows the id as JSON text; the mesh message carries it as the path segment's bytes.
+      // The HTTP view shows the id as JSON text; the mesh message carries it as the path segment's
+      // bytes; a destination `add` carries the name's endpoint port.
       const onData = (chunk) => {
-        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : chunk.includes(want);
+        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : iface === 'mesh' ? chunk.includes(want) : destinationAdds(chunk, PORTS[want]);
         if (seen && seenAt[index] === 0) {
           seenAt[index] = performance.now();
           received++;
         }
       };
-      const s = iface === 'http' ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData) : await openMeshWatch(meshPort, onData, i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session);
+      const s =
+        iface === 'http'
+          ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData)
+          : await openGrpcWatch(grpcPort, GRPC_CALLS[iface], onData, i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session);
       sockets.push(s);
     }
     while (received < n) await sleep(20);
-    await sleep(1000);
+    await sleep(settleMs);
     const rssWith = rssMiB(child.pid);
+    const memWith = await adminMemory(adminPort);
+    if (snapshotDir) {
+      child.kill('SIGUSR2');
+      // The snapshot is written on the resolver's main thread: once the admin answers again, it is complete.
+      // (A request that waited through it may be dropped by the admin's timeouts: ask again.)
+      await sleep(500);
+      for (let i = 0; !(await http(adminPort, 'GET', '/admin/ping').then((r) => r.status === 200, () => false)); i++) {
+        if (i > 100) throw new Error('the resolver did not come back from the heap snapshot');
+        await sleep(200);
+      }
+      const file = readdirSync(dir).find((f) => f.endsWith('.heapsnapshot'));
+      if (file === undefined || statSync(join(dir, file)).size === 0) throw new Error('the resolver wrote no heap snapshot');
+      mkdirSync(snapshotDir, { recursive: true });
+      copyFileSync(join(dir, file), join(snapshotDir, `resolver-${iface}-${perConnection}-${n}.heapsnapshot`));
+    }
 
     const latencies = [];
     for (let u = 0; u < updates; u++) {
@@ -197,11 +265,14 @@ async function measure(n) {
     }
     for (const s of sockets) s.destroy();
     const med = (key) => latencies.map((l) => l[key]).sort((a, b) => a - b)[Math.floor(latencies.length / 2)];
+    const perWatch = (a, b) => ((b - a) * 1024) / n;
     return {
       watchers: n,
       rssBeforeMiB: rssBefore,
       rssWithMiB: rssWith,
-      perWatcherKiB: ((rssWith - rssBefore) * 1024) / n,
+      perWatcherKiB: perWatch(rssBefore, rssWith),
+      heapKiB: perWatch(memBefore.heapUsed, memWith.heapUsed),
+      heapTotalKiB: perWatch(memBefore.heapTotal, memWith.heapTotal),
       p50Ms: med('p50'),
       p99Ms: med('p99'),
       maxMs: med('max'),
@@ -220,12 +291,17 @@ for (const n of counts) {
   process.stderr.write(`${n} watchers: done\n`);
 }
 console.log(`# prx-resolver watch fan-out — ${new Date().toISOString()}\n`);
-const how = iface === 'http' ? 'HTTP controller bind watches over raw TCP' : `io.prx.mesh StreamBoundTree calls, ${perConnection} per HTTP/2 connection`;
-console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians.\n`);
-console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | update → all watchers p50 ms | p99 ms | last ms |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|');
+const how = {
+  http: 'HTTP controller bind watches over raw TCP',
+  mesh: `io.prx.mesh StreamBoundTree calls, ${perConnection} per HTTP/2 connection`,
+  destination: `io.prx.destination Get calls, ${perConnection} per HTTP/2 connection`,
+}[iface];
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians; load average at the end ${load}.\n`);
+console.log('| watchers | resolver RSS idle MiB | RSS with watchers MiB | per watcher KiB | V8 heap used KiB | V8 heap committed KiB | update → all watchers p50 ms | p99 ms | last ms |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   console.log(
-    `| ${r.watchers} | ${r.rssBeforeMiB.toFixed(1)} | ${r.rssWithMiB.toFixed(1)} | ${r.perWatcherKiB.toFixed(1)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.maxMs.toFixed(1)} |`,
+    `| ${r.watchers} | ${r.rssBeforeMiB.toFixed(1)} | ${r.rssWithMiB.toFixed(1)} | ${r.perWatcherKiB.toFixed(1)} | ${r.heapKiB.toFixed(1)} | ${r.heapTotalKiB.toFixed(1)} | ${r.p50Ms.toFixed(1)} | ${r.p99Ms.toFixed(1)} | ${r.maxMs.toFixed(1)} |`,
   );
 }

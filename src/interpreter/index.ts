@@ -12,5 +12,6 @@ export * from './mesh.js';
 export * from './resolver-thrift.js';
 export { ThriftPollWatch, type PollWatchStatus } from './thrift-poll-watch.js';
 export { MeshWatch, type MeshWatchStatus } from './mesh-watch.js';
-export { ControllerWatch, type ControllerEndpoint, type ControllerTls, type WatchStatus } from './resolver-http-watch.js';
+export { ControllerWatch, type ControllerEndpoint, type ControllerTls, type WatchLiveness, type WatchStatus } from './resolver-http-watch.js';
 export { JsonStreamSplitter, parseAddr, parseBoundTree, ENDPOINT_WEIGHT_META_KEY, type StreamItem } from './resolver-http-json.js';
+export * from './liveness.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, interpreterShape, numberInRange, pathText, positiveInt } from '../config/index.js';
+import { addIssue, interpreterShape, pathText } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
 import type {
@@ -12,6 +12,7 @@ import { type PBoundNameTree, type PReplicas, boundTreeFromProto, dtabToProto, p
 import type { Backoff } from '../service/policy/index.js';
 import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
 import { ResolverDstError } from './errors.js';
+import { type FailureThresholdConfig, failureThresholdSchema } from './liveness.js';
 import type * as MeshClient from './mesh-client.js';
 import type { MeshChannel } from './mesh-client.js';
 import { type MeshChannelOptions, type MeshTls, MeshWatch, type MeshWatchStatus } from './mesh-watch.js';
@@ -19,19 +20,8 @@ import { dstAddresses, resolverClientTlsSchema, resolverRetrySchema, retryBackof
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
-/**
- * `failureThreshold`: the liveness check of the link to the resolver. An HTTP/2 PING goes out
- * every `minPeriodMs`; a connection whose PING is not answered within `closeTimeoutMs` is torn
- * down and rebuilt. (`threshold` and `windowSize` are accepted for Linkerd compatibility: the
- * grpc-js keepalive prx uses judges each PING by `closeTimeoutMs` alone.)
- */
-export const failureThresholdSchema = z.strictObject({
-  minPeriodMs: positiveInt.default(5000),
-  threshold: numberInRange(0, Number.MAX_SAFE_INTEGER).default(2),
-  windowSize: positiveInt.default(100),
-  closeTimeoutMs: positiveInt.default(4000),
-});
-export type FailureThresholdConfig = z.output<typeof failureThresholdSchema>;
+// Also exported from here, beside the mesh interpreter's other config pieces.
+export { failureThresholdSchema, type FailureThresholdConfig } from './liveness.js';
 
 /** A root such as `/default`: exactly one segment, the namespace. */
 const rootPath = pathText.superRefine((text, ctx) => {

@@ -43,8 +43,22 @@ export interface ControllerWatchOptions {
   readonly onDocument: (json: unknown, text: string) => void;
   /** The resolver reported a failure (status, error line, or a document that does not fit). */
   readonly onServerError: (error: ResolverHttpError) => void;
+  /** Judge the stream by its silence (see {@link ControllerWatch}); none: trust the connection. */
+  readonly liveness?: WatchLiveness | undefined;
   readonly log?: Logger | undefined;
 }
+
+/** `failureThreshold` as an HTTP watch applies it. */
+export interface WatchLiveness {
+  /** The heartbeat period asked of the resolver (`minPeriodMs`). */
+  readonly periodMs: number;
+  /** How long past a period the stream may stay silent before it is judged dead. */
+  readonly closeTimeoutMs: number;
+}
+
+/** The query parameter and response header of the controller's heartbeats (watch-heartbeat.ts on the resolver). */
+const HEARTBEAT_PARAM = 'heartbeatMs';
+const HEARTBEAT_HEADER = 'prx-heartbeat-ms';
 
 /** How much of an error response's body is quoted. */
 const ERROR_BODY_CHARS = 1024;
@@ -53,6 +67,12 @@ const ERROR_BODY_CHARS = 1024;
  * One long-lived watch on the resolver (`GET …?watch=true`), kept alive by a {@link WatchLoop}:
  * documents are delivered as they arrive, and a failed or ended stream is reopened after a
  * backoff delay until `stop()`.
+ *
+ * With `liveness`, the watch asks for a heartbeat every `periodMs` (`heartbeatMs`), and a stream
+ * that stays silent — no answer, no bytes — for `closeTimeoutMs` plus the period the resolver
+ * announced (`prx-heartbeat-ms`; at least `periodMs`) is torn down as dead and reopened. The
+ * reopened stream starts with the current value, so nothing that changed meanwhile is lost. A
+ * server that announces no heartbeats (namerd) is not judged by silence once it has answered.
  */
 export class ControllerWatch {
   readonly #opts: ControllerWatchOptions;
@@ -107,10 +127,12 @@ export class ControllerWatch {
   #streamOnce(endpoint: ControllerEndpoint, signal: AbortSignal): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const tls = this.#opts.tls;
+      const liveness = this.#opts.liveness;
+      const target = this.#opts.target;
       const options = {
         host: endpoint.host,
         port: endpoint.port,
-        path: this.#opts.target,
+        path: liveness === undefined ? target : `${target}${target.includes('?') ? '&' : '?'}${HEARTBEAT_PARAM}=${liveness.periodMs}`,
         method: 'GET',
         headers: { accept: 'application/json' },
         signal,
@@ -126,24 +148,51 @@ export class ControllerWatch {
               process.getBuiltinModule('node:tls').checkServerIdentity(tls.commonName, cert),
           })
         : httpRequest(options);
-      req.on('error', reject);
+      // The silence allowed: until the answer, closeTimeoutMs + periodMs; then by what the resolver announced.
+      let silence: NodeJS.Timeout | undefined;
+      const settle = (): void => {
+        if (silence !== undefined) clearTimeout(silence);
+        silence = undefined;
+      };
+      const judge = (allowedMs: number): void => {
+        settle();
+        silence = setTimeout(() => {
+          reject(new ResolverHttpError(`nothing from the resolver for ${allowedMs} ms (failureThreshold): the link is taken for dead`));
+          req.destroy();
+        }, allowedMs);
+        silence.unref();
+      };
+      if (liveness !== undefined) judge(liveness.closeTimeoutMs + liveness.periodMs);
+      req.on('error', (e) => {
+        settle();
+        reject(e);
+      });
       req.on('response', (res: IncomingMessage) => {
         res.setEncoding('utf8');
         if (res.statusCode !== 200) {
+          settle();
           this.#readError(res, resolve, reject);
           return;
         }
+        const announced = Number(res.headers[HEARTBEAT_HEADER]);
+        if (liveness === undefined || !(announced > 0)) settle();
+        else judge(liveness.closeTimeoutMs + Math.max(liveness.periodMs, announced));
         this.#loop.streaming();
         const splitter = new JsonStreamSplitter();
         let ended = false;
-        res.on('data', (chunk: string) => this.#deliver(splitter.push(chunk)));
+        res.on('data', (chunk: string) => {
+          silence?.refresh();
+          this.#deliver(splitter.push(chunk));
+        });
         res.on('end', () => {
           ended = true;
+          settle();
           this.#deliver(splitter.end());
           resolve();
         });
         res.on('error', reject);
         res.on('close', () => {
+          settle();
           if (!ended) reject(new ResolverHttpError('the connection to the resolver was lost'));
         });
       });

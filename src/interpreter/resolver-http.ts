@@ -10,8 +10,9 @@ import {
 import { type Backoff, exponentialJittered, type Random } from '../service/policy/index.js';
 import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
 import { ResolverDstError, type ResolverHttpError } from './errors.js';
+import { type FailureThresholdConfig, failureThresholdSchema } from './liveness.js';
 import { parseAddr, parseBoundTree } from './resolver-http-json.js';
-import { type ControllerEndpoint, type ControllerTls, ControllerWatch, type WatchStatus } from './resolver-http-watch.js';
+import { type ControllerEndpoint, type ControllerTls, ControllerWatch, type WatchLiveness, type WatchStatus } from './resolver-http-watch.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
@@ -50,7 +51,11 @@ export const resolverClientTlsSchema = z.strictObject({ commonName: nonEmptyStri
  *   namespace: default
  *   retry: {baseSeconds: 5, maxSeconds: 600}
  *   tls: {commonName: resolver.example, caCert: /etc/prx/ca.pem}
+ *   failureThreshold: {minPeriodMs: 5000, closeTimeoutMs: 4000}
  * ```
+ *
+ * The liveness check is always on, as on `io.prx.mesh`: each watch asks the resolver for a
+ * heartbeat every `minPeriodMs`, and one silent for `closeTimeoutMs` past that is reopened.
  */
 export const resolverHttpInterpreterSchema = z.strictObject({
   ...interpreterShape('io.prx.resolver.http'),
@@ -58,6 +63,7 @@ export const resolverHttpInterpreterSchema = z.strictObject({
   namespace: shortName.default('default'),
   retry: resolverRetrySchema.prefault({}),
   tls: resolverClientTlsSchema.optional(),
+  failureThreshold: failureThresholdSchema.prefault({}),
 });
 export type ResolverHttpConfig = z.output<typeof resolverHttpInterpreterSchema>;
 
@@ -96,6 +102,7 @@ export interface ResolverHttpState {
   readonly namespace: string;
   readonly dst: string;
   readonly closed: boolean;
+  readonly liveness: FailureThresholdConfig;
   readonly binds: readonly {
     readonly path: string;
     readonly dtab: string;
@@ -123,6 +130,8 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
   readonly namespace: string;
   readonly dst: Path;
   readonly #backoff: Backoff;
+  readonly #liveness: FailureThresholdConfig;
+  readonly #watchLiveness: WatchLiveness;
   readonly #tls: ControllerTls | undefined;
   readonly #log: Logger | undefined;
   readonly #dstAddresses: Var<State<readonly Address[]>>;
@@ -140,6 +149,8 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
     this.namespace = cfg.namespace;
     this.dst = readPath(cfg.dst);
     this.#backoff = opts.backoff ?? retryBackoff(cfg.retry);
+    this.#liveness = cfg.failureThreshold;
+    this.#watchLiveness = { periodMs: cfg.failureThreshold.minPeriodMs, closeTimeoutMs: cfg.failureThreshold.closeTimeoutMs };
     this.#log = opts.log;
     this.#tls = cfg.tls && {
       commonName: cfg.tls.commonName,
@@ -210,6 +221,7 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
       namespace: this.namespace,
       dst: this.dst.show,
       closed: this.#closed,
+      liveness: this.#liveness,
       binds: [...this.#bindEntries].map((e) => ({
         path: e.path,
         dtab: e.dtab,
@@ -248,6 +260,7 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
       endpoint: (signal) => this.#endpoint(signal),
       tls: this.#tls,
       backoff: this.#backoff,
+      liveness: this.#watchLiveness,
       log: this.#log,
       ...handlers,
     });

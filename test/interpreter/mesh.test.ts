@@ -3,7 +3,6 @@
 // and the silent-cut liveness test — a TCP relay that stops forwarding without closing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as net from 'node:net';
 import { validate, kindSlot, ConfigError } from '../../src/config/index.js';
 import { Dtab, SystemNamer, address, addrBound, readDtab, readPath } from '../../src/naming/index.js';
 import { constant } from '../../src/service/policy/index.js';
@@ -11,6 +10,7 @@ import { MeshInterpreter, type MeshInterpreterConfig, meshInterpreterSchema } fr
 import { eventually, onlyLeaf, showAddr, showBound } from './helpers.js';
 import { startMesh } from '../resolver/mesh-helpers.js';
 import { makeCerts } from '../router/harness.js';
+import { silentRelay as relay } from '../helpers/tcp-proxy.js';
 
 function config(port: number, extra: Record<string, unknown> = {}): MeshInterpreterConfig {
   return validate(meshInterpreterSchema, { kind: 'io.prx.mesh', dst: `/$/inet/127.0.0.1/${port}`, ...extra });
@@ -18,50 +18,6 @@ function config(port: number, extra: Record<string, unknown> = {}): MeshInterpre
 
 function interpreter(port: number, extra: Record<string, unknown> = {}): MeshInterpreter {
   return new MeshInterpreter(config(port, extra), new SystemNamer(), { backoff: constant(50), reconnectMs: { initialMs: 50, maxMs: 200 } });
-}
-
-/**
- * A TCP relay to `target`. `blackhole()` makes every open connection silent in both directions
- * without closing it (what a stalled load balancer or a dead peer behind one looks like); new
- * connections are relayed normally.
- */
-async function relay(target: number): Promise<{ port: number; blackhole(): void; connections(): number; close(): void }> {
-  const pairs = new Set<{ a: net.Socket; b: net.Socket; silent: boolean }>();
-  let accepted = 0;
-  const server = net.createServer((a) => {
-    accepted++;
-    const b = net.connect(target, '127.0.0.1');
-    const pair = { a, b, silent: false };
-    pairs.add(pair);
-    a.on('data', (d) => {
-      if (!pair.silent) b.write(d);
-    });
-    b.on('data', (d) => {
-      if (!pair.silent) a.write(d);
-    });
-    const end = (): void => {
-      pairs.delete(pair);
-      a.destroy();
-      b.destroy();
-    };
-    a.on('close', end).on('error', end);
-    b.on('close', end).on('error', end);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    blackhole: () => {
-      for (const p of pairs) p.silent = true;
-    },
-    connections: () => accepted,
-    close: () => {
-      for (const p of pairs) {
-        p.a.destroy();
-        p.b.destroy();
-      }
-      server.close();
-    },
-  };
 }
 
 test('io.prx.mesh config: dst required, root one segment (default /default), liveness defaults', () => {

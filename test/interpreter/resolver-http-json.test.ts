@@ -81,3 +81,16 @@ test('the stream splitter finds documents across chunks and error lines between 
   assert.deepEqual(u.push('stream closed'), []);
   assert.deepEqual(u.end(), [{ error: 'stream closed' }]);
 });
+
+test('the stream splitter takes heartbeats (bare newlines) between documents and before an error line as nothing', () => {
+  const s = new JsonStreamSplitter();
+  assert.deepEqual(s.push('\n'), []);
+  assert.deepEqual(s.push('\n\n'), []);
+  assert.deepEqual(s.push('{"type":"neg"}\n'), [{ json: { type: 'neg' }, text: '{"type":"neg"}' }]);
+  assert.deepEqual(s.push('\n'), []);
+  // A heartbeat can arrive in the same read as the next document, or split it from its newline.
+  assert.deepEqual(s.push('\n{"type":"pending"}'), [{ json: { type: 'pending' }, text: '{"type":"pending"}' }]);
+  assert.deepEqual(s.push('\n\n\n'), []);
+  assert.deepEqual(s.push('\nnamer exploded\n'), [{ error: 'namer exploded' }]);
+  assert.deepEqual(s.end(), []);
+});

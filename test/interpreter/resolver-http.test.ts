@@ -55,6 +55,7 @@ test('io.prx.resolver.http config: experimental, dst required, defaults, retry a
     dst: '/$/inet/127.0.0.1/4180',
     namespace: 'default',
     retry: { baseSeconds: 5, maxSeconds: 600 },
+    failureThreshold: { minPeriodMs: 5000, threshold: 2, windowSize: 100, closeTimeoutMs: 4000 },
   });
   const fails = (raw: unknown, text: string) =>
     assert.throws(() => validate(slot, raw), (e: unknown) => e instanceof ConfigError && e.message.includes(text), text);
@@ -66,6 +67,8 @@ test('io.prx.resolver.http config: experimental, dst required, defaults, retry a
   fails({ kind: 'io.prx.resolver.http', experimental: true, dst: '/a', tls: {} }, 'tls.commonName: required key is missing');
   fails({ kind: 'io.prx.resolver.http', experimental: true, dst: '/a', tls: { commonName: 'r', caCert: '/no/such.pem' } }, 'tls.caCert: file does not exist');
   fails({ kind: 'io.prx.resolver.http', experimental: true, dst: '/a', namespace: '' }, 'namespace');
+  fails({ kind: 'io.prx.resolver.http', experimental: true, dst: '/a', failureThreshold: { closeTimeoutMs: 0 } }, 'failureThreshold.closeTimeoutMs');
+  fails({ kind: 'io.prx.resolver.http', experimental: true, dst: '/a', failureThreshold: { minPeriod: 5 } }, 'failureThreshold');
 });
 
 test('retry backoff: jittered exponential from baseSeconds, never above maxSeconds, settling there', () => {
@@ -89,8 +92,9 @@ test('binds through the controller: bind watch with the dtab, addr watch per bou
     const b = onlyLeaf(await untilShown(act, '/#/io.prx.fs/hello /rest'));
     await untilAddr(b.addr, '127.0.0.1:8080*1 127.0.0.2:8081*2');
     const bindUrl = stub.requests.find((u) => u.startsWith('/api/1/bind/'));
-    assert.equal(bindUrl, `/api/1/bind/default?path=%2Fsvc%2Fhello&watch=true&dtab=${encodeURIComponent('/svc=>/#/io.prx.fs;/x=>/y')}`);
-    assert.ok(stub.requests.includes(`/api/1/addr/default?path=${encodeURIComponent('/#/io.prx.fs/hello')}&watch=true`));
+    // Each watch asks for a heartbeat every failureThreshold.minPeriodMs.
+    assert.equal(bindUrl, `/api/1/bind/default?path=%2Fsvc%2Fhello&watch=true&dtab=${encodeURIComponent('/svc=>/#/io.prx.fs;/x=>/y')}&heartbeatMs=5000`);
+    assert.ok(stub.requests.includes(`/api/1/addr/default?path=${encodeURIComponent('/#/io.prx.fs/hello')}&watch=true&heartbeatMs=5000`));
   });
 });
 

@@ -82,6 +82,32 @@ test('Get: the authority up to its first dot is bound under the prefix; the full
     await eventually(() => iface.server.watchCount === 0 && iface.server.sharedViewCount === 0 && namer.observers === 0);
   }));
 
+test('Get: calls on one service share one observation; each gets every step, a late one the full set', () =>
+  withDestination(async ({ client, namer, iface }) => {
+    const web = namer.bind('web', addrBound([address('10.0.0.1', 8080)]));
+    const get = () => stream<Update>(client, 'Get', { scheme: 'k8s', path: 'web.default.svc.cluster.local:8080' });
+    const a = get();
+    const b = get();
+    assert.equal(describe(await a.next()), 'add 10.0.0.1:8080*1');
+    assert.equal(describe(await b.next()), 'add 10.0.0.1:8080*1');
+    const perView = namer.observers;
+    web.update(addrBound([address('10.0.0.2', 8080)]));
+    for (const s of [a, b]) {
+      assert.equal(describe(await s.next()), 'add 10.0.0.2:8080*1');
+      assert.equal(describe(await s.next()), 'remove 10.0.0.1:8080');
+    }
+    const late = get();
+    assert.equal(describe(await late.next()), 'add 10.0.0.2:8080*1');
+    assert.equal(iface.server.sharedViewCount, 1);
+    assert.equal(namer.observers, perView, 'one observation however many calls');
+    web.update(addrBound([]));
+    for (const s of [a, b, late]) assert.equal(describe(await s.next()), 'remove 10.0.0.2:8080');
+    web.update(addrBound([address('10.0.0.3', 8080)]));
+    for (const s of [a, b, late]) assert.equal(describe(await s.next()), 'add 10.0.0.3:8080*1');
+    for (const s of [a, b, late]) s.cancel();
+    await eventually(() => iface.server.watchCount === 0 && iface.server.sharedViewCount === 0 && namer.observers === 0);
+  }));
+
 test('Get: an unknown service is no_endpoints{exists:false}; one with no endpoints no_endpoints{exists:true}', () =>
   withDestination(async ({ client, namer }) => {
     const unknown = stream<Update>(client, 'Get', { scheme: 'k8s', path: 'nobody.default.svc.cluster.local' });

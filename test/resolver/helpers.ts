@@ -159,11 +159,13 @@ export async function request(url: string, init: RequestInit = {}, timeoutMs = 5
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
-/** A client of one watch stream: lines arrive in order; `close` hangs up. */
+/** A client of one watch stream: lines arrive in order (heartbeats, empty lines, are counted apart); `close` hangs up. */
 export interface Watch {
   readonly status: number;
   readonly headers: http.IncomingHttpHeaders;
-  /** The next complete line (without `\n`); rejects if none arrives within `timeoutMs`. */
+  /** Heartbeats (bare newlines) received so far. */
+  heartbeats(): number;
+  /** The next complete non-empty line (without `\n`); rejects if none arrives within `timeoutMs`. */
   next(timeoutMs?: number): Promise<string>;
   /** Resolves when nothing arrives within `ms` (and rejects with the line otherwise). */
   quiet(ms?: number): Promise<void>;
@@ -178,6 +180,7 @@ export function openWatch(url: string): Promise<Watch> {
       const lines: string[] = [];
       const waiters: ((line: string) => void)[] = [];
       let buffered = '';
+      let heartbeats = 0;
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         buffered += chunk;
@@ -185,6 +188,10 @@ export function openWatch(url: string): Promise<Watch> {
         while ((nl = buffered.indexOf('\n')) >= 0) {
           const line = buffered.slice(0, nl);
           buffered = buffered.slice(nl + 1);
+          if (line === '') {
+            heartbeats++;
+            continue;
+          }
           const waiter = waiters.shift();
           if (waiter) waiter(line);
           else lines.push(line);
@@ -194,6 +201,7 @@ export function openWatch(url: string): Promise<Watch> {
       resolve({
         status: res.statusCode ?? 0,
         headers: res.headers,
+        heartbeats: () => heartbeats,
         ended,
         next: (timeoutMs = 3000) =>
           new Promise<string>((ok, fail) => {

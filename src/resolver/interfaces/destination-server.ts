@@ -41,9 +41,10 @@ const GET_PATH = '/io.linkerd.proxy.destination.Destination/Get';
 const PROFILE_PATH = '/io.linkerd.proxy.destination.Destination/GetProfile';
 
 /**
- * The `io.prx.destination` interface's gRPC server. Each `Get` call keeps what its client has
- * been told (the endpoints added and not removed) and sends the difference to the current set,
- * one message at a time: a slow client gets one catch-up diff, never a queue of every change.
+ * The `io.prx.destination` interface's gRPC server. Each `Get` call keeps which published set its
+ * client has been told and sends the messages that take it to the current one, one at a time: a
+ * slow client gets one catch-up diff, never a queue of every change. Calls on the same service
+ * share one observation, and the messages of each step are encoded once for all of them.
  */
 export class DestinationServer {
   readonly #cfg: DestinationListenConfig;
@@ -51,7 +52,7 @@ export class DestinationServer {
   readonly #server: grpc.Server;
   readonly #prefix: Path;
   readonly #streams = new Set<{ end(status: grpc.StatusObject | { code: grpc.status; details: string }): void }>();
-  readonly #shared = new Map<string, { readonly source: Var<Endpoints>; users: number }>();
+  readonly #shared = new Map<string, SharedDestination>();
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
 
@@ -129,12 +130,12 @@ export class DestinationServer {
     const key = name.show;
     let shared = this.#shared.get(key);
     if (shared === undefined) {
-      shared = { source: endpointsOf(this.#ctx, this.#cfg.namespace, name), users: 0 };
+      shared = new SharedDestination(endpointsOf(this.#ctx, this.#cfg.namespace, name));
       this.#shared.set(key, shared);
     }
     const entry = shared;
     entry.users++;
-    const stream = new DiffStream(call, entry.source, () => {
+    const stream = new DiffStream(call, entry, () => {
       this.#streams.delete(stream);
       if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
     });
@@ -201,24 +202,84 @@ function foldAddrs(addrs: readonly Addr[]): Endpoints {
 
 const tcp = (a: TcpAddr): object => ({ ip: { ipv4: a.ip }, port: a.port });
 
-/** One `Get` call: what its client has been told, and the next diff to the current endpoints. */
+/** One published value of a destination's endpoints (a new object per change, so calls compare by identity). */
+interface Published {
+  readonly endpoints: Endpoints;
+}
+
+const NO_MESSAGES: readonly Buffer[] = Object.freeze([]);
+const NO_ADDRS: ReadonlyMap<string, TcpAddr> = new Map();
+
+/**
+ * The messages that take a client told `from` (undefined: nothing yet) to `to`: an `add` of what
+ * is new and a `remove` of what is gone; `no_endpoints{exists:false}` when the destination is
+ * gone; `no_endpoints{exists:true}` when it exists with no endpoints and the client had none.
+ */
+function diffMessages(from: Endpoints | undefined, to: Endpoints): readonly Buffer[] {
+  if (to.kind === 'pending') return NO_MESSAGES;
+  if (to.kind === 'none') return from?.kind === 'none' ? NO_MESSAGES : [encodeMessage('Update', { no_endpoints: { exists: false } })];
+  const told = from?.kind === 'bound' ? from.addrs : NO_ADDRS;
+  const out: Buffer[] = [];
+  const added = [...to.addrs].filter(([k]) => !told.has(k));
+  if (added.length > 0) out.push(encodeMessage('Update', { add: { addrs: added.map(([, a]) => ({ addr: tcp(a), weight: 1 })) } }));
+  const removed = [...told].filter(([k]) => !to.addrs.has(k));
+  if (removed.length > 0) out.push(encodeMessage('Update', { remove: { addrs: removed.map(([, a]) => tcp(a)) } }));
+  // The destination exists but has no endpoints.
+  if (out.length === 0 && from?.kind !== 'bound') out.push(encodeMessage('Update', { no_endpoints: { exists: true } }));
+  return out;
+}
+
+/**
+ * The calls on one service: one observation of its endpoints, and the messages from each value a
+ * client may have been told to the current one, encoded once for every client that needs them
+ * (at a change, all clients in step share one encoding).
+ */
+class SharedDestination {
+  readonly source: Var<Published>;
+  users = 0;
+  #to: Published | undefined;
+  readonly #steps = new Map<Published | undefined, readonly Buffer[]>();
+
+  constructor(endpoints: Var<Endpoints>) {
+    this.source = endpoints.map((e): Published => ({ endpoints: e }));
+  }
+
+  /** The messages from `from` to `to` (the current value). */
+  steps(from: Published | undefined, to: Published): readonly Buffer[] {
+    if (this.#to !== to) {
+      this.#to = to;
+      this.#steps.clear();
+    }
+    let messages = this.#steps.get(from);
+    if (messages === undefined) {
+      messages = diffMessages(from?.endpoints, to.endpoints);
+      this.#steps.set(from, messages);
+    }
+    return messages;
+  }
+}
+
+/** One `Get` call: the value its client has been told, and the messages still to send to reach the current one. */
 class DiffStream {
   readonly #call: grpc.ServerWritableStream<GetDestination, Buffer>;
+  readonly #shared: SharedDestination;
   readonly #onEnd: () => void;
-  readonly #told = new Map<string, TcpAddr>();
-  #toldKind: 'nothing' | 'none' | 'bound' = 'nothing';
-  #current: Endpoints = PENDING;
+  #told: Published | undefined;
+  #current: Published | undefined;
+  #queue: readonly Buffer[] = NO_MESSAGES;
+  #next = 0;
   #writing = false;
   #sub: Closable | undefined;
   #done = false;
 
-  constructor(call: grpc.ServerWritableStream<GetDestination, Buffer>, source: Var<Endpoints>, onEnd: () => void) {
+  constructor(call: grpc.ServerWritableStream<GetDestination, Buffer>, shared: SharedDestination, onEnd: () => void) {
     this.#call = call;
+    this.#shared = shared;
     this.#onEnd = onEnd;
     call.on('cancelled', () => this.#finish());
     call.on('close', () => this.#finish());
-    const sub = source.observe((e) => {
-      this.#current = e;
+    const sub = shared.source.observe((p) => {
+      this.#current = p;
       this.#pump();
     });
     if (this.#done) sub.close();
@@ -235,49 +296,32 @@ class DiffStream {
     this.#call.emit('error', status);
   }
 
-  /** Sends the next message that brings the client closer to the current state, if any. */
+  /**
+   * Sends the next message toward the current value, if any. A change that arrives while a step's
+   * messages are being sent waits for them: the client then gets one diff to the newest value.
+   */
   #pump(): void {
     if (this.#done || this.#writing) return;
-    const update = this.#next();
-    if (update === undefined) return;
+    if (this.#next >= this.#queue.length) {
+      const current = this.#current;
+      if (current === undefined || current === this.#told || current.endpoints.kind === 'pending') return;
+      this.#queue = this.#shared.steps(this.#told, current);
+      this.#next = 0;
+      this.#told = current;
+      if (this.#queue.length === 0) return;
+    }
+    const message = this.#queue[this.#next++] as Buffer;
     this.#writing = true;
-    this.#call.write(encodeMessage('Update', update), () => {
+    this.#call.write(message, () => {
       this.#writing = false;
       this.#pump();
     });
   }
 
-  #next(): object | undefined {
-    const cur = this.#current;
-    if (cur.kind === 'pending') return undefined;
-    if (cur.kind === 'none') {
-      if (this.#toldKind === 'none') return undefined;
-      this.#told.clear();
-      this.#toldKind = 'none';
-      return { no_endpoints: { exists: false } };
-    }
-    const added = [...cur.addrs].filter(([k]) => !this.#told.has(k));
-    if (added.length > 0) {
-      for (const [k, a] of added) this.#told.set(k, a);
-      this.#toldKind = 'bound';
-      return { add: { addrs: added.map(([, a]) => ({ addr: tcp(a), weight: 1 })) } };
-    }
-    const removed = [...this.#told].filter(([k]) => !cur.addrs.has(k));
-    if (removed.length > 0) {
-      for (const [k] of removed) this.#told.delete(k);
-      return { remove: { addrs: removed.map(([, a]) => tcp(a)) } };
-    }
-    if (this.#toldKind !== 'bound') {
-      // The destination exists but has no endpoints.
-      this.#toldKind = 'bound';
-      return { no_endpoints: { exists: true } };
-    }
-    return undefined;
-  }
-
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
+    this.#queue = NO_MESSAGES;
     this.#sub?.close();
     this.#sub = undefined;
     this.#onEnd();

@@ -22,13 +22,15 @@ import { JSON_MEDIA_TYPE, negotiateDtabType } from './dtab-codec.js';
 import { HttpListener } from './http-listener.js';
 import { type IfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
-import { type Rendered, WatchStream, firstRendered } from './watch-stream.js';
+import { WatchHeartbeats, readHeartbeatParam } from './watch-heartbeat.js';
+import { type Rendered, WatchStream, type WatchStreamHost, type WatchedView, firstRendered } from './watch-stream.js';
 
 /**
  * `io.prx.httpController`: the resolver's HTTP API under `/api/1` (default 127.0.0.1:4180) —
  * dtab reads and writes, and bind/addr/resolve/delegate views of names. Used by `prxctl` and by
  * the proxy's `io.prx.resolver.http` interpreter. Every GET view accepts `watch=true` (or `1`)
- * and then streams one JSON document per line per change.
+ * and then streams one JSON document per line per change, with a bare-newline heartbeat every
+ * `heartbeatMs` (see watch-heartbeat.ts).
  */
 export const httpControllerSchema = z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) });
 export type HttpControllerConfig = z.output<typeof httpControllerSchema>;
@@ -55,6 +57,12 @@ export interface HttpControllerListen {
   readonly socketOptions?: SocketOptionsConfig | undefined;
 }
 
+/** A view watched by one or more streams: what it shows, under its share key. */
+interface SharedView extends WatchedView {
+  readonly key: string;
+  users: number;
+}
+
 /** A response the handlers return; watch responses are written by a {@link WatchStream} instead. */
 interface Reply {
   readonly status: number;
@@ -72,19 +80,24 @@ export class HttpController implements ResolverInterface {
   readonly #ctx: InterfaceContext;
   readonly #listener: HttpListener;
   readonly #answerTimeoutMs: number;
-  readonly #writeTimeoutMs: number | undefined;
-  readonly #streams = new Set<WatchStream>();
+  readonly #streams = new Set<WatchStream<SharedView>>();
+  readonly #streamHost: WatchStreamHost<SharedView>;
   /**
    * Watch sources by what they show: watchers of the same view share one observation of storage
-   * and namers, and each change is rendered once however many watch it (fan-out to many proxies).
+   * and namers, and each change is rendered (and encoded) once however many watch it (fan-out to
+   * many proxies).
    */
-  readonly #sharedViews = new Map<string, { readonly source: Var<Rendered>; users: number }>();
+  readonly #sharedViews = new Map<string, SharedView>();
   readonly #requests: Counter;
 
   constructor(cfg: HttpControllerListen, ctx: InterfaceContext, options: HttpControllerOptions = {}) {
     this.#ctx = ctx;
     this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
-    this.#writeTimeoutMs = cfg.socketOptions?.writeTimeoutMs;
+    this.#streamHost = {
+      writeTimeoutMs: cfg.socketOptions?.writeTimeoutMs,
+      heartbeats: new WatchHeartbeats(),
+      streamEnded: (stream) => this.#streamEnded(stream),
+    };
     this.#listener = new HttpListener(
       {
         kind: this.kind,
@@ -127,7 +140,8 @@ export class HttpController implements ResolverInterface {
   async #serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.#requests.incr();
     const abort = new AbortController();
-    res.on('close', () => abort.abort(new Error('client went away')));
+    const onClose = (): void => abort.abort(new Error('client went away'));
+    res.on('close', onClose);
     let reply: Reply | undefined;
     try {
       reply = await this.#route(req, res, abort.signal);
@@ -137,6 +151,8 @@ export class HttpController implements ResolverInterface {
       reply = this.#errorReply(e);
     }
     if (reply !== undefined) this.#write(req, res, reply);
+    // A watch stream took over and watches the connection itself: the signal is not held for its life.
+    else res.off('close', onClose);
   }
 
   #write(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
@@ -176,7 +192,8 @@ export class HttpController implements ResolverInterface {
     const resource = slash < 0 ? rest : rest.slice(0, slash);
     const ns = slash < 0 ? undefined : decodeNamespace(rest.slice(slash + 1));
     if (ns === null) return notFound;
-    const watch = isWatch(url.searchParams) && method === 'GET';
+    // The parameters of a watch (null: answer once).
+    const watch = isWatch(url.searchParams) && method === 'GET' ? url.searchParams : null;
     const view = (key: string, source: () => Var<Rendered>, extra?: Dtab): Promise<Reply | undefined> | Reply =>
       method === 'GET' || method === 'HEAD' ? this.#view(key, source, watch, res, signal, extra) : methodNotAllowed(method, ['GET', 'HEAD']);
     switch (resource) {
@@ -212,19 +229,19 @@ export class HttpController implements ResolverInterface {
   }
 
   /**
-   * A name view: streamed with `watch`, else the first answer as a 200 (an error as a 500; a 400
+   * A name view: streamed when `watch` holds the watch's parameters, else the first answer as a 200 (an error as a 500; a 400
    * when the request's own `extra` dtab pushed the evaluation past the naming budget).
    */
   async #view(
     key: string,
     source: () => Var<Rendered>,
-    watch: boolean,
+    watch: URLSearchParams | null,
     res: ServerResponse,
     signal: AbortSignal,
     extra?: Dtab,
   ): Promise<Reply | undefined> {
-    if (watch) {
-      this.#stream(res, key, source, JSON_MEDIA_TYPE);
+    if (watch !== null) {
+      this.#stream(res, key, source, JSON_MEDIA_TYPE, watch);
       return undefined;
     }
     const answer = await this.#first(source(), signal);
@@ -235,32 +252,36 @@ export class HttpController implements ResolverInterface {
     return { status: 200, body: answer.text, contentType: JSON_MEDIA_TYPE };
   }
 
-  #stream(res: ServerResponse, key: string, make: () => Var<Rendered>, contentType: string): void {
+  #stream(res: ServerResponse, key: string, make: () => Var<Rendered>, contentType: string, params: URLSearchParams): void {
+    // A bad heartbeatMs is refused before anything is watched.
+    const heartbeatMs = readHeartbeatParam(params, contentType);
     const shareKey = `${contentType}\n${key}`;
-    let shared = this.#sharedViews.get(shareKey);
-    if (shared === undefined) {
-      shared = { source: make(), users: 0 };
-      this.#sharedViews.set(shareKey, shared);
+    let view = this.#sharedViews.get(shareKey);
+    if (view === undefined) {
+      view = { key: shareKey, source: make(), contentType, users: 0 };
+      this.#sharedViews.set(shareKey, view);
     }
-    const view = shared;
     view.users++;
     // The stream may end inside its constructor (a first value that is already an error, e.g. a
-    // binding refused by the naming budget): `onEnd` must not touch `stream` before it exists.
-    let stream: WatchStream | undefined = undefined;
-    stream = new WatchStream(res, view.source, {
-      contentType,
-      ...(this.#writeTimeoutMs === undefined ? {} : { writeTimeoutMs: this.#writeTimeoutMs }),
-      onEnd: () => {
-        if (stream !== undefined) this.#streams.delete(stream);
-        if (--view.users === 0 && this.#sharedViews.get(shareKey) === view) this.#sharedViews.delete(shareKey);
-      },
-    });
+    // binding refused by the naming budget), before it could be added.
+    const stream = new WatchStream(res, view, this.#streamHost, heartbeatMs);
     if (!stream.ended) this.#streams.add(stream);
+  }
+
+  #streamEnded(stream: WatchStream<SharedView>): void {
+    this.#streams.delete(stream);
+    const view = stream.view;
+    if (--view.users === 0 && this.#sharedViews.get(view.key) === view) this.#sharedViews.delete(view.key);
   }
 
   /** Views shared by open watches (tests check that they are released). */
   get sharedViewCount(): number {
     return this.#sharedViews.size;
+  }
+
+  /** Heartbeat timers of open watches, one per distinct period (tests check that they are released). */
+  get heartbeatGroupCount(): number {
+    return this.#streamHost.heartbeats.groupCount;
   }
 
   /** The first answer of `source`, bounded by the answer timeout and the client staying. */
@@ -285,14 +306,14 @@ export class HttpController implements ResolverInterface {
     const store = this.#ctx.store;
     if (ns === undefined || ns === '') {
       if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(method, ['GET', 'HEAD']);
-      return this.#view('namespaces', () => renderNamespaces(store.list()), isWatch(url.searchParams) && method === 'GET', res, signal);
+      return this.#view('namespaces', () => renderNamespaces(store.list()), isWatch(url.searchParams) && method === 'GET' ? url.searchParams : null, res, signal);
     }
     switch (method) {
       case 'GET':
       case 'HEAD': {
         const { contentType, codec } = negotiateDtabType(req.headers.accept);
         if (method === 'GET' && isWatch(url.searchParams)) {
-          this.#stream(res, viewKey('dtab', ns), () => renderDtab(store.observe(ns), codec), contentType);
+          this.#stream(res, viewKey('dtab', ns), () => renderDtab(store.observe(ns), codec), contentType, url.searchParams);
           return undefined;
         }
         const current = await this.#firstValue(store.observe(ns), signal);

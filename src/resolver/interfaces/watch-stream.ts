@@ -2,24 +2,41 @@ import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../../core/errors.js';
 import type { Closable, Var } from '../../naming/index.js';
 import { RequestTimedOutError } from '../errors.js';
+import { HEARTBEAT_HEADER, type Heartbeating, type WatchHeartbeats } from './watch-heartbeat.js';
 
 /**
  * What an endpoint currently has to say: nothing yet, one line (a complete JSON document or dtab
  * followed by `\n`), or an error that ends a stream.
  */
-export type Rendered =
-  | { readonly kind: 'pending' }
-  | { readonly kind: 'line'; readonly text: string }
-  | { readonly kind: 'error'; readonly message: string; readonly code?: string };
+export type Rendered = { readonly kind: 'pending' } | RenderedLine | { readonly kind: 'error'; readonly message: string; readonly code?: string };
 
 /** A settled {@link Rendered}: a line or an error. */
 export type RenderedValue = Exclude<Rendered, { readonly kind: 'pending' }>;
 
 export const PENDING_RENDER: Rendered = Object.freeze({ kind: 'pending' });
 
+/**
+ * One line: `text` (ending in `\n`), and its UTF-8 bytes, encoded once on first use and written
+ * as they are to every watcher of the view (no per-watcher encoding or copy).
+ */
+export class RenderedLine {
+  readonly kind = 'line';
+  readonly text: string;
+  #bytes: Buffer | undefined;
+
+  constructor(text: string) {
+    this.text = text;
+  }
+
+  get bytes(): Buffer {
+    this.#bytes ??= Buffer.from(this.text, 'utf8');
+    return this.#bytes;
+  }
+}
+
 /** One line: `text` followed by `\n`. */
 export function renderedLine(text: string): Rendered {
-  return { kind: 'line', text: `${text}\n` };
+  return new RenderedLine(`${text}\n`);
 }
 
 /** An error; `code` is the error's stable code when it has one (the controller picks a status by it). */
@@ -28,43 +45,67 @@ export function renderedError(e: unknown): Rendered {
   return typeof code === 'string' ? { kind: 'error', message: errorMessage(e), code } : { kind: 'error', message: errorMessage(e) };
 }
 
-/** Options of a {@link WatchStream}. */
-export interface WatchStreamOptions {
+/** What watchers of one view share: what they show, and its media type. */
+export interface WatchedView {
+  readonly source: Var<Rendered>;
   readonly contentType: string;
-  /** Drops a client whose pending output has not drained in this time (socket `writeTimeoutMs`). */
-  readonly writeTimeoutMs?: number;
-  /** Runs once when the stream ends, however it ends. */
-  readonly onEnd?: () => void;
 }
 
+/** What every stream of a controller shares (one object, so a stream carries no options of its own). */
+export interface WatchStreamHost<V extends WatchedView> {
+  /** Drops a client whose pending output has not drained in this time (socket `writeTimeoutMs`). */
+  readonly writeTimeoutMs: number | undefined;
+  readonly heartbeats: WatchHeartbeats;
+  /** Called once when a stream ends, however it ends (possibly inside its constructor). */
+  streamEnded(stream: WatchStream<V>): void;
+}
+
+const HEARTBEAT = Buffer.from('\n');
+
 /**
- * A `watch=true` response: HTTP/1.1 chunked, each new line of `source` written as its own chunk.
+ * A `watch=true` response: HTTP/1.1 chunked, each new line of the view written as its own chunk.
  * A line equal to the previous one is not written again. An error is written as a last line and
  * ends the response. When the client goes away (or {@link WatchStream.end} is called) the
- * observation of `source` is closed, so nothing upstream stays watched.
+ * observation of the view is closed, so nothing upstream stays watched.
  *
  * A slow client never makes output pile up: while a write is waiting to drain, only the latest
  * line is kept (Var semantics: the newest value wins) and written once the socket drains.
+ *
+ * With a heartbeat period, a bare newline is written every period between lines, so the client
+ * can judge the link by its silence; heartbeats are not lines, and do not affect de-duplication.
+ *
+ * A resolver holds one of these per watching proxy, so it keeps no per-stream closures or
+ * options beyond its listeners: the view and the host are shared.
  */
-export class WatchStream {
+export class WatchStream<V extends WatchedView = WatchedView> implements Heartbeating {
+  readonly view: V;
   readonly #res: ServerResponse;
-  readonly #options: WatchStreamOptions;
+  readonly #host: WatchStreamHost<V>;
+  readonly #heartbeatMs: number;
   #sub: Closable | undefined;
   #lastWritten: string | undefined;
-  #queued: string | undefined;
+  #queued: RenderedLine | undefined;
   #draining = false;
   #writeTimer: NodeJS.Timeout | undefined;
   #done = false;
 
-  constructor(res: ServerResponse, source: Var<Rendered>, options: WatchStreamOptions) {
+  /** `heartbeatMs` 0: no heartbeats. */
+  constructor(res: ServerResponse, view: V, host: WatchStreamHost<V>, heartbeatMs: number) {
+    this.view = view;
     this.#res = res;
-    this.#options = options;
-    res.writeHead(200, { 'content-type': options.contentType, 'cache-control': 'no-cache' });
+    this.#host = host;
+    this.#heartbeatMs = heartbeatMs;
+    res.writeHead(200, {
+      'content-type': view.contentType,
+      'cache-control': 'no-cache',
+      ...(heartbeatMs === 0 ? {} : { [HEARTBEAT_HEADER]: String(heartbeatMs) }),
+    });
     // The status goes out at once, so a client knows the watch is established before any update.
     res.flushHeaders();
     res.on('close', () => this.#finish());
     res.on('drain', () => this.#onDrain());
-    const sub = source.observe((r) => this.#onValue(r));
+    if (heartbeatMs !== 0) host.heartbeats.add(heartbeatMs, this);
+    const sub = view.source.observe((r) => this.#onValue(r));
     // The first value may have ended the stream inside observe(), before `sub` existed.
     if (this.#done) sub.close();
     else this.#sub = sub;
@@ -81,13 +122,19 @@ export class WatchStream {
     return this.#done;
   }
 
+  /** Writes a heartbeat, unless output is already waiting to drain (it will reach the client first). */
+  heartbeat(): void {
+    if (this.#done || this.#draining) return;
+    if (!this.#res.write(HEARTBEAT)) this.#backedUp();
+  }
+
   #onValue(r: Rendered): void {
     if (this.#done) return;
     switch (r.kind) {
       case 'pending':
         return;
       case 'line':
-        this.#send(r.text);
+        this.#send(r);
         return;
       case 'error':
         this.#queued = undefined;
@@ -97,16 +144,19 @@ export class WatchStream {
     }
   }
 
-  #send(text: string): void {
+  #send(line: RenderedLine): void {
     if (this.#draining) {
-      this.#queued = text === this.#lastWritten ? undefined : text;
+      this.#queued = line.text === this.#lastWritten ? undefined : line;
       return;
     }
-    if (text === this.#lastWritten) return;
-    this.#lastWritten = text;
-    if (this.#res.write(text)) return;
+    if (line.text === this.#lastWritten) return;
+    this.#lastWritten = line.text;
+    if (!this.#res.write(line.bytes)) this.#backedUp();
+  }
+
+  #backedUp(): void {
     this.#draining = true;
-    const timeout = this.#options.writeTimeoutMs;
+    const timeout = this.#host.writeTimeoutMs;
     if (timeout !== undefined) {
       this.#writeTimer = setTimeout(() => this.#res.destroy(), timeout);
       this.#writeTimer.unref();
@@ -126,9 +176,10 @@ export class WatchStream {
     if (this.#done) return;
     this.#done = true;
     if (this.#writeTimer) clearTimeout(this.#writeTimer);
+    if (this.#heartbeatMs !== 0) this.#host.heartbeats.remove(this.#heartbeatMs, this);
     this.#sub?.close();
     this.#sub = undefined;
-    this.#options.onEnd?.();
+    this.#host.streamEnded(this);
   }
 }
 
