@@ -10,6 +10,7 @@ export * from './fs.js';
 export * from './resolver-http.js';
 export * from './mesh.js';
 export * from './resolver-thrift.js';
+export { ResolverLink, dstAddresses, type LinkHandlers, type LinkState, type LinkWatch } from './resolver-link.js';
 export { ThriftPollWatch, type PollWatchStatus } from './thrift-poll-watch.js';
 export { MeshWatch, type MeshWatchStatus } from './mesh-watch.js';
 export { ControllerWatch, type ControllerEndpoint, type ControllerTls, type WatchLiveness, type WatchStatus } from './resolver-http-watch.js';

@@ -2,11 +2,14 @@ import { z } from 'zod';
 import { numberInRange, positiveInt } from '../config/index.js';
 
 /**
- * `failureThreshold`: the liveness check of a proxy's link to the resolver (`io.prx.mesh`,
- * `io.prx.resolver.http`). The link proves itself every `minPeriodMs` — an answered HTTP/2 PING on
- * the mesh link, a heartbeat or update on an HTTP watch stream — and one that stays silent
- * `closeTimeoutMs` past that is torn down and rebuilt. (`threshold` and `windowSize` are accepted
- * for Linkerd compatibility and select nothing: the links judge by `closeTimeoutMs` alone.)
+ * `failureThreshold`: the liveness check of a proxy's link to the resolver (`io.prx.resolver`,
+ * `io.prx.mesh`, `io.prx.resolver.http`). The link proves itself every `minPeriodMs` — an answered
+ * mux Tping on the thrift link, an answered HTTP/2 PING on the mesh link, a heartbeat or update on
+ * an HTTP watch stream — and one that stays silent `closeTimeoutMs` past that is torn down and
+ * rebuilt. `threshold` and `windowSize` are Finagle's threshold detector, used by the thrift link
+ * (a Tping out longer than `threshold` × the slowest of the last `windowSize` answers marks the
+ * session busy); the mesh and HTTP links accept them for Linkerd compatibility and judge by
+ * `closeTimeoutMs` alone.
  */
 export const failureThresholdSchema = z.strictObject({
   minPeriodMs: positiveInt.default(5000),

@@ -3,20 +3,16 @@ import { z } from 'zod';
 import { addIssue, interpreterShape, pathText } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
-import type {
-  Path} from '../naming/index.js';
-import {
-  Activity, type Addr, AddrPending, type Address, BoundName, type Closable, type Dtab, type NameInterpreter, type NameTree, type Namer, Pending, type State, Var, addrFailed, addrJson, failed, ok, readPath, showTree,
-} from '../naming/index.js';
+import { type Addr, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, type Path, readPath, showTree } from '../naming/index.js';
 import { type PBoundNameTree, type PReplicas, boundTreeFromProto, dtabToProto, pathToProto, replicasToAddr } from '../protocol/mesh/convert.js';
 import type { Backoff } from '../service/policy/index.js';
-import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
-import { ResolverDstError } from './errors.js';
-import { type FailureThresholdConfig, failureThresholdSchema } from './liveness.js';
+import type { InterpreterContext } from './context.js';
+import { failureThresholdSchema } from './liveness.js';
 import type * as MeshClient from './mesh-client.js';
 import type { MeshChannel } from './mesh-client.js';
 import { type MeshChannelOptions, type MeshTls, MeshWatch, type MeshWatchStatus } from './mesh-watch.js';
-import { dstAddresses, resolverClientTlsSchema, resolverRetrySchema, retryBackoff } from './resolver-http.js';
+import { resolverClientTlsSchema, resolverRetrySchema, retryBackoff } from './resolver-http.js';
+import { type LinkHandlers, type LinkState, ResolverLink } from './resolver-link.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
@@ -72,28 +68,11 @@ export interface MeshInterpreterOptions {
 /** Largest message accepted from the resolver: bound trees and replica sets of large clusters fit. */
 export const MAX_MESH_MESSAGE_BYTES = 16 * 1024 * 1024;
 
-interface BindEntry {
-  readonly path: string;
-  readonly dtab: string;
-  readonly watch: MeshWatch;
-  tree: string | null;
-  updatedAt: Date | undefined;
-}
-
-interface AddrEntry {
-  readonly id: string;
-  readonly watch: MeshWatch;
-  addr: Addr;
-  updatedAt: Date | undefined;
-}
-
 /** What `/<router>/interpreter_state/io.prx.mesh/<root>.json` shows. */
-export interface MeshInterpreterState {
+export interface MeshInterpreterState extends LinkState {
   readonly kind: 'io.prx.mesh';
   readonly root: string;
   readonly dst: string;
-  readonly closed: boolean;
-  readonly liveness: FailureThresholdConfig;
   readonly binds: readonly { path: string; dtab: string; tree: string | null; lastUpdatedAt: string | null; stream: MeshWatchStatus }[];
   readonly addrs: readonly { id: string; addr: unknown; lastUpdatedAt: string | null; stream: MeshWatchStatus }[];
 }
@@ -102,32 +81,21 @@ export interface MeshInterpreterState {
  * Binds through the resolver's mesh interface: each binding is a `StreamBoundTree` of
  * (root, path, dtab) — the dtab the router passes, its own plus the request's — and each bound id's
  * addresses a `StreamReplicas`. Streams run while something observes them. A lost stream is
- * reopened with jittered exponential backoff; until then the last values stay in force. A refusal
- * by the resolver before a stream ever had a value fails that binding (or address).
+ * reopened with jittered exponential backoff; until then the last values stay in force (see
+ * {@link ResolverLink}).
  */
-export class MeshInterpreter implements StatefulInterpreter, ClosableInterpreter {
+export class MeshInterpreter extends ResolverLink {
   readonly root: Path;
-  readonly dst: Path;
-  readonly #liveness: FailureThresholdConfig;
+  protected readonly statusKey = 'stream';
   readonly #backoff: Backoff;
   readonly #channelOptions: MeshChannelOptions;
   readonly #log: Logger | undefined;
-  readonly #dstAddresses: Var<State<readonly Address[]>>;
-  readonly #dstActivity: Activity<readonly Address[]>;
   readonly #channels = new Map<string, MeshChannel>();
   #client: Promise<typeof MeshClient> | undefined;
-  #dstHold: Closable | undefined;
-  #holds = 0;
-  #next = 0;
-  readonly #addrs = new Map<string, Var<Addr>>();
-  readonly #bindEntries = new Set<BindEntry>();
-  readonly #addrEntries = new Set<AddrEntry>();
-  #closed = false;
 
   constructor(cfg: MeshInterpreterConfig, system: Namer, opts: MeshInterpreterOptions = {}) {
+    super(system, readPath(cfg.dst), cfg.failureThreshold);
     this.root = readPath(cfg.root);
-    this.dst = readPath(cfg.dst);
-    this.#liveness = cfg.failureThreshold;
     this.#backoff = opts.backoff ?? retryBackoff(cfg.retry);
     this.#log = opts.log;
     const tls: MeshTls | undefined = cfg.tls && {
@@ -140,92 +108,47 @@ export class MeshInterpreter implements StatefulInterpreter, ClosableInterpreter
       maxMessageBytes: MAX_MESH_MESSAGE_BYTES,
       tls,
     };
-    this.#dstAddresses = dstAddresses(system, this.dst);
-    this.#dstActivity = new Activity(this.#dstAddresses);
   }
 
-  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
+  protected bindWatch(dtab: Dtab, path: Path, h: LinkHandlers<NameTree<BoundName>>): MeshWatch {
     const request = { root: pathToProto(this.root), name: pathToProto(path), dtab: dtabToProto(dtab) };
-    return new Activity(
-      Var.async<State<NameTree<BoundName>>>(Pending, (set) => {
-        let last: Buffer | undefined;
-        const watch = this.#newWatch('StreamBoundTree', request, {
-          onMessage: (m, bytes) => {
-            if (last !== undefined && last.equals(bytes)) return;
-            const tree = boundTreeFromProto((m as { tree?: PBoundNameTree | null }).tree, this.#boundName);
-            last = bytes;
-            entry.tree = showTree(tree, (b) => `${b.idStr}${b.residual.isEmpty ? '' : `+${b.residual.show}`}`);
-            entry.updatedAt = new Date();
-            set(ok(tree));
-          },
-          onResolverError: (e) => {
-            if (last === undefined) set(failed(e));
-          },
-        });
-        const entry: BindEntry = { path: path.show, dtab: dtab.show, watch, tree: null, updatedAt: undefined };
-        return this.#open(this.#bindEntries, entry);
-      }),
-    );
+    let last: Buffer | undefined;
+    return this.#newWatch('StreamBoundTree', request, {
+      onMessage: (m, bytes) => {
+        if (last !== undefined && last.equals(bytes)) return;
+        const tree = boundTreeFromProto((m as { tree?: PBoundNameTree | null }).tree, this.#boundName);
+        last = bytes;
+        h.value(tree, showTree(tree, (b) => `${b.idStr}${b.residual.isEmpty ? '' : `+${b.residual.show}`}`));
+      },
+      onResolverError: (e) => h.refused(e),
+    });
   }
 
-  /** The live addresses of a bound id (one stream per id, shared by every binding that reaches it). */
-  addr(id: Path): Var<Addr> {
-    const key = id.show;
-    let v = this.#addrs.get(key);
-    if (v === undefined) {
-      const request = { id: pathToProto(id) };
-      v = Var.async<Addr>(AddrPending, (set) => {
-        let last: Buffer | undefined;
-        const watch = this.#newWatch('StreamReplicas', request, {
-          onMessage: (m, bytes) => {
-            if (last !== undefined && last.equals(bytes)) return;
-            const addr = replicasToAddr(m as PReplicas);
-            last = bytes;
-            entry.addr = addr;
-            entry.updatedAt = new Date();
-            set(addr);
-          },
-          onResolverError: (e) => {
-            if (last !== undefined) return;
-            entry.addr = addrFailed(e);
-            set(entry.addr);
-          },
-        });
-        const entry: AddrEntry = { id: key, watch, addr: AddrPending, updatedAt: undefined };
-        return this.#open(this.#addrEntries, entry);
-      });
-      this.#addrs.set(key, v);
-    }
-    return v;
+  protected addrWatch(id: Path, h: LinkHandlers<Addr>): MeshWatch {
+    const request = { id: pathToProto(id) };
+    let last: Buffer | undefined;
+    return this.#newWatch('StreamReplicas', request, {
+      onMessage: (m, bytes) => {
+        if (last !== undefined && last.equals(bytes)) return;
+        const addr = replicasToAddr(m as PReplicas);
+        last = bytes;
+        h.value(addr, undefined);
+      },
+      onResolverError: (e) => h.refused(e),
+    });
   }
 
-  state(): MeshInterpreterState {
-    return {
-      kind: 'io.prx.mesh',
-      root: this.root.show,
-      dst: this.dst.show,
-      closed: this.#closed,
-      liveness: this.#liveness,
-      binds: [...this.#bindEntries].map((e) => ({
-        path: e.path,
-        dtab: e.dtab,
-        tree: e.tree,
-        lastUpdatedAt: e.updatedAt?.toISOString() ?? null,
-        stream: e.watch.status(),
-      })),
-      addrs: [...this.#addrEntries].map((e) => ({
-        id: e.id,
-        addr: addrJson(e.addr),
-        lastUpdatedAt: e.updatedAt?.toISOString() ?? null,
-        stream: e.watch.status(),
-      })),
-    };
+  protected stateHead(): Readonly<Record<string, unknown>> {
+    return { kind: 'io.prx.mesh', root: this.root.show, dst: this.dst.show };
+  }
+
+  override state(): MeshInterpreterState {
+    return super.state() as MeshInterpreterState;
   }
 
   /** Stops every watch and closes the channels; bindings observed later stay pending. */
-  close(): void {
-    this.#closed = true;
-    for (const e of [...this.#bindEntries, ...this.#addrEntries]) e.watch.stop();
+  override close(): void {
+    super.close();
     for (const c of this.#channels.values()) c.close();
     this.#channels.clear();
   }
@@ -247,37 +170,16 @@ export class MeshInterpreter implements StatefulInterpreter, ClosableInterpreter
     });
   }
 
-  #open<E extends { readonly watch: MeshWatch }>(entries: Set<E>, entry: E): Closable {
-    entries.add(entry);
-    if (this.#holds++ === 0) this.#dstHold = this.#dstAddresses.observe(() => {});
-    if (!this.#closed) entry.watch.start();
-    let open = true;
-    return {
-      close: () => {
-        if (!open) return;
-        open = false;
-        entry.watch.stop();
-        entries.delete(entry);
-        if (--this.#holds === 0) {
-          this.#dstHold?.close();
-          this.#dstHold = undefined;
-        }
-      },
-    };
-  }
-
   /** The channel to the next of the resolver's addresses (round robin); loads grpc-js on first use. */
   async #channel(signal: AbortSignal): Promise<MeshChannel> {
-    const addresses = await this.#dstActivity.toPromise(signal);
-    if (addresses.length === 0) throw new ResolverDstError(this.dst.show, 'has no addresses');
-    const a = addresses[this.#next++ % addresses.length] as Address;
+    const a = await this.nextAddress(signal);
     const target = a.host.includes(':') ? `ipv6:[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
     this.#client ??= import('./mesh-client.js');
     const { MeshChannel } = await this.#client;
     let channel = this.#channels.get(target);
     if (channel === undefined) {
       channel = new MeshChannel(target, this.#channelOptions);
-      if (this.#closed) channel.close();
+      if (this.closed) channel.close();
       else this.#channels.set(target, channel);
     }
     return channel;

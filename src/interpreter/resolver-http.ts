@@ -3,16 +3,14 @@ import { z } from 'zod';
 import { addIssue, filePath, interpreterShape, nonEmptyString, pathText, positiveInt, shortName } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
-import {
-  Activity, type Addr, AddrPending, type Address, BoundName, type Closable, ConfiguredNamersInterpreter, Dtab, type NameInterpreter,
-  type NameTree, type Namer, Path, Pending, type State, Var, addrFailed, addrJson, failed, leavesOf, ok, readPath,
-} from '../naming/index.js';
+import { type Addr, AddrPending, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, Path, Var, addrFailed, readPath } from '../naming/index.js';
 import { type Backoff, exponentialJittered, type Random } from '../service/policy/index.js';
-import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
-import { ResolverDstError, type ResolverHttpError } from './errors.js';
-import { type FailureThresholdConfig, failureThresholdSchema } from './liveness.js';
+import type { InterpreterContext } from './context.js';
+import type { ResolverHttpError } from './errors.js';
+import { failureThresholdSchema } from './liveness.js';
 import { parseAddr, parseBoundTree } from './resolver-http-json.js';
 import { type ControllerEndpoint, type ControllerTls, ControllerWatch, type WatchLiveness, type WatchStatus } from './resolver-http-watch.js';
+import { type LinkHandlers, type LinkState, ResolverLink } from './resolver-link.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
@@ -79,30 +77,11 @@ export interface ResolverHttpOptions {
   readonly log?: Logger;
 }
 
-/** One open bind watch, as the interpreter state shows it. */
-interface BindEntry {
-  readonly path: string;
-  readonly dtab: string;
-  readonly watch: ControllerWatch;
-  tree: unknown;
-  updatedAt: Date | undefined;
-}
-
-/** One open address watch. */
-interface AddrEntry {
-  readonly id: string;
-  readonly watch: ControllerWatch;
-  addr: Addr;
-  updatedAt: Date | undefined;
-}
-
 /** What `/<router>/interpreter_state/io.prx.resolver/<namespace>.json` shows. */
-export interface ResolverHttpState {
+export interface ResolverHttpState extends LinkState {
   readonly kind: 'io.prx.resolver.http';
   readonly namespace: string;
   readonly dst: string;
-  readonly closed: boolean;
-  readonly liveness: FailureThresholdConfig;
   readonly binds: readonly {
     readonly path: string;
     readonly dtab: string;
@@ -122,126 +101,64 @@ export interface ResolverHttpState {
  * Binds through the resolver's HTTP controller: each binding watches
  * `GET /api/1/bind/<ns>?path=…&watch=true&dtab=…` (the dtab the router passes: its own plus the
  * request's), and each bound id's addresses `GET /api/1/addr/<ns>?path=<id>&watch=true`. Watches
- * run while something observes them and are aborted when the last observer leaves. A lost stream
- * is reopened with jittered exponential backoff; until then the last values stay in force. An
- * error the resolver reports before a watch ever had a value fails that binding (or address).
+ * run while something observes them and are aborted when the last observer leaves. A lost or
+ * silent stream is reopened with jittered exponential backoff; until then the last values stay in
+ * force (see {@link ResolverLink}).
  */
-export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInterpreter {
+export class ResolverHttpInterpreter extends ResolverLink {
   readonly namespace: string;
-  readonly dst: Path;
+  protected readonly statusKey = 'stream';
   readonly #backoff: Backoff;
-  readonly #liveness: FailureThresholdConfig;
   readonly #watchLiveness: WatchLiveness;
   readonly #tls: ControllerTls | undefined;
   readonly #log: Logger | undefined;
-  readonly #dstAddresses: Var<State<readonly Address[]>>;
-  readonly #dstAddressesActivity: Activity<readonly Address[]>;
-  #dstHold: Closable | undefined;
-  #holds = 0;
-  #nextAddress = 0;
-  // Address vars per id, shared by every binding that reaches the id (Linkerd caches them too).
-  readonly #addrs = new Map<string, Var<Addr>>();
-  readonly #bindEntries = new Set<BindEntry>();
-  readonly #addrEntries = new Set<AddrEntry>();
-  #closed = false;
 
   constructor(cfg: ResolverHttpConfig, system: Namer, opts: ResolverHttpOptions = {}) {
+    super(system, readPath(cfg.dst), cfg.failureThreshold);
     this.namespace = cfg.namespace;
-    this.dst = readPath(cfg.dst);
     this.#backoff = opts.backoff ?? retryBackoff(cfg.retry);
-    this.#liveness = cfg.failureThreshold;
     this.#watchLiveness = { periodMs: cfg.failureThreshold.minPeriodMs, closeTimeoutMs: cfg.failureThreshold.closeTimeoutMs };
     this.#log = opts.log;
     this.#tls = cfg.tls && {
       commonName: cfg.tls.commonName,
       ...(cfg.tls.caCert === undefined ? {} : { ca: readFileSync(cfg.tls.caCert) }),
     };
-    this.#dstAddresses = dstAddresses(system, this.dst);
-    this.#dstAddressesActivity = new Activity(this.#dstAddresses);
   }
 
-  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
+  protected bindWatch(dtab: Dtab, path: Path, h: LinkHandlers<NameTree<BoundName>>): ControllerWatch {
     const target = `/api/1/bind/${this.#ns}?path=${encodeURIComponent(path.show)}&watch=true&dtab=${encodeURIComponent(dtab.show)}`;
-    return new Activity(
-      Var.async<State<NameTree<BoundName>>>(Pending, (set) => {
-        let lastText: string | undefined;
-        const watch = this.#newWatch(target, {
-          onDocument: (json, text) => {
-            if (text === lastText) return;
-            const tree = parseBoundTree(json, this.#boundName);
-            lastText = text;
-            entry.tree = json;
-            entry.updatedAt = new Date();
-            set(ok(tree));
-          },
-          onServerError: (e) => {
-            if (lastText === undefined) set(failed(e));
-          },
-        });
-        const entry: BindEntry = { path: path.show, dtab: dtab.show, watch, tree: null, updatedAt: undefined };
-        return this.#open(this.#bindEntries, entry);
-      }),
-    );
+    let lastText: string | undefined;
+    return this.#newWatch(target, {
+      onDocument: (json, text) => {
+        if (text === lastText) return;
+        const tree = parseBoundTree(json, this.#boundName);
+        lastText = text;
+        h.value(tree, json);
+      },
+      onServerError: (e) => h.refused(e),
+    });
   }
 
-  /** The live addresses of a bound id. */
-  addr(id: Path): Var<Addr> {
-    const key = id.show;
-    let v = this.#addrs.get(key);
-    if (v === undefined) {
-      const target = `/api/1/addr/${this.#ns}?path=${encodeURIComponent(key)}&watch=true`;
-      v = Var.async<Addr>(AddrPending, (set) => {
-        let lastText: string | undefined;
-        const watch = this.#newWatch(target, {
-          onDocument: (json, text) => {
-            if (text === lastText) return;
-            const addr = parseAddr(json);
-            lastText = text;
-            entry.addr = addr;
-            entry.updatedAt = new Date();
-            set(addr);
-          },
-          onServerError: (e) => {
-            if (lastText !== undefined) return;
-            entry.addr = addrFailed(e);
-            set(entry.addr);
-          },
-        });
-        const entry: AddrEntry = { id: key, watch, addr: AddrPending, updatedAt: undefined };
-        return this.#open(this.#addrEntries, entry);
-      });
-      this.#addrs.set(key, v);
-    }
-    return v;
+  protected addrWatch(id: Path, h: LinkHandlers<Addr>): ControllerWatch {
+    const target = `/api/1/addr/${this.#ns}?path=${encodeURIComponent(id.show)}&watch=true`;
+    let lastText: string | undefined;
+    return this.#newWatch(target, {
+      onDocument: (json, text) => {
+        if (text === lastText) return;
+        const addr = parseAddr(json);
+        lastText = text;
+        h.value(addr, undefined);
+      },
+      onServerError: (e) => h.refused(e),
+    });
   }
 
-  state(): ResolverHttpState {
-    return {
-      kind: 'io.prx.resolver.http',
-      namespace: this.namespace,
-      dst: this.dst.show,
-      closed: this.#closed,
-      liveness: this.#liveness,
-      binds: [...this.#bindEntries].map((e) => ({
-        path: e.path,
-        dtab: e.dtab,
-        tree: e.tree,
-        lastUpdatedAt: e.updatedAt?.toISOString() ?? null,
-        stream: e.watch.status(),
-      })),
-      addrs: [...this.#addrEntries].map((e) => ({
-        id: e.id,
-        addr: addrJson(e.addr),
-        lastUpdatedAt: e.updatedAt?.toISOString() ?? null,
-        stream: e.watch.status(),
-      })),
-    };
+  protected stateHead(): Readonly<Record<string, unknown>> {
+    return { kind: 'io.prx.resolver.http', namespace: this.namespace, dst: this.dst.show };
   }
 
-  /** Aborts every watch; bindings observed later stay pending. */
-  close(): void {
-    this.#closed = true;
-    for (const e of [...this.#bindEntries, ...this.#addrEntries]) e.watch.stop();
+  override state(): ResolverHttpState {
+    return super.state() as ResolverHttpState;
   }
 
   get #ns(): string {
@@ -257,7 +174,10 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
   ): ControllerWatch {
     return new ControllerWatch({
       target,
-      endpoint: (signal) => this.#endpoint(signal),
+      endpoint: async (signal): Promise<ControllerEndpoint> => {
+        const a = await this.nextAddress(signal);
+        return { host: a.host, port: a.port };
+      },
       tls: this.#tls,
       backoff: this.#backoff,
       liveness: this.#watchLiveness,
@@ -265,63 +185,6 @@ export class ResolverHttpInterpreter implements StatefulInterpreter, ClosableInt
       ...handlers,
     });
   }
-
-  /** Starts `entry`'s watch (keeping the resolver's address resolved meanwhile); closing stops it. */
-  #open<E extends { readonly watch: ControllerWatch }>(entries: Set<E>, entry: E): Closable {
-    entries.add(entry);
-    this.#hold();
-    if (!this.#closed) entry.watch.start();
-    let open = true;
-    return {
-      close: () => {
-        if (!open) return;
-        open = false;
-        entry.watch.stop();
-        entries.delete(entry);
-        this.#release();
-      },
-    };
-  }
-
-  #hold(): void {
-    if (this.#holds++ === 0) this.#dstHold = this.#dstAddresses.observe(() => {});
-  }
-
-  #release(): void {
-    if (--this.#holds === 0) {
-      this.#dstHold?.close();
-      this.#dstHold = undefined;
-    }
-  }
-
-  /** The next of the resolver's addresses (round robin), once `dst` has resolved. */
-  async #endpoint(signal: AbortSignal): Promise<ControllerEndpoint> {
-    const addresses = await this.#dstAddressesActivity.toPromise(signal);
-    if (addresses.length === 0) throw new ResolverDstError(this.dst.show, 'has no addresses');
-    const a = addresses[this.#nextAddress++ % addresses.length] as Address;
-    return { host: a.host, port: a.port };
-  }
-}
-
-/** The addresses `dst` binds to through the `/$/` namer: the first leaf's, live. */
-export function dstAddresses(system: Namer, dst: Path): Var<State<readonly Address[]>> {
-  return new ConfiguredNamersInterpreter([], { system }).bind(Dtab.empty, dst).states.flatMap((s): Var<State<readonly Address[]>> => {
-    if (s.kind !== 'ok') return Var.value(s);
-    const first = leavesOf(s.value)[0];
-    if (first === undefined) return Var.value(failed(new ResolverDstError(dst.show, `does not bind (${s.value.type})`)));
-    return first.addr.map((a): State<readonly Address[]> => {
-      switch (a.kind) {
-        case 'bound':
-          return ok(a.addresses);
-        case 'pending':
-          return Pending;
-        case 'neg':
-          return failed(new ResolverDstError(dst.show, 'does not exist (Neg)'));
-        case 'failed':
-          return failed(new ResolverDstError(dst.show, `failed to resolve: ${a.error.message}`));
-      }
-    });
-  });
 }
 
 function parseAddrOrFailed(json: unknown): Addr {

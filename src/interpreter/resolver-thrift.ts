@@ -3,19 +3,17 @@ import { z } from 'zod';
 import { interpreterShape, pathText, shortName } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
-import {
-  Activity, type Addr, AddrPending, type Address, BoundName, type Closable, type Dtab, type NameInterpreter, type NameTree, type Namer, type Path,
-  Pending, type State, Var, addrFailed, addrJson, failed, ok, readPath, showTree,
-} from '../naming/index.js';
+import { type Addr, type Address, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, type Path, readPath, showTree } from '../naming/index.js';
 import { ThriftMuxNamerLink } from '../protocol/thriftmux/namer-link.js';
 import { addrFromThrift, boundTreeFromThrift, pathToThrift } from '../protocol/thrift/name-interface/convert.js';
 import type { Backoff } from '../service/policy/index.js';
 import type { ClientTlsSettings } from '../service/tls-settings.js';
-import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
-import { ResolverDstError, ResolverThriftError } from './errors.js';
-import { type FailureThresholdConfig, failureThresholdSchema } from './mesh.js';
-import { dstAddresses, resolverClientTlsSchema, resolverRetrySchema, retryBackoff } from './resolver-http.js';
-import { type PolledMethod, ThriftPollWatch, type PollWatchStatus } from './thrift-poll-watch.js';
+import type { InterpreterContext } from './context.js';
+import { ResolverThriftError } from './errors.js';
+import { type FailureThresholdConfig, failureThresholdSchema } from './liveness.js';
+import { resolverClientTlsSchema, resolverRetrySchema, retryBackoff } from './resolver-http.js';
+import { type LinkHandlers, ResolverLink, type LinkState } from './resolver-link.js';
+import { type PolledMethod, type PollWatchOptions, ThriftPollWatch, type PollWatchStatus } from './thrift-poll-watch.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
@@ -57,28 +55,11 @@ export interface ResolverThriftOptions {
 /** The connection and mux handshake's time limit: a resolver that accepts but never answers is a lost one. */
 const HANDSHAKE_TIMEOUT_MS = 5000;
 
-interface BindEntry {
-  readonly path: string;
-  readonly dtab: string;
-  readonly watch: ThriftPollWatch<'bind'>;
-  tree: string | null;
-  updatedAt: Date | undefined;
-}
-
-interface AddrEntry {
-  readonly id: string;
-  readonly watch: ThriftPollWatch<'addr'>;
-  addr: Addr;
-  updatedAt: Date | undefined;
-}
-
 /** What `/<router>/interpreter_state/io.prx.resolver/<namespace>.json` shows. */
-export interface ResolverThriftState {
+export interface ResolverThriftState extends LinkState {
   readonly kind: 'io.prx.resolver';
   readonly namespace: string;
   readonly dst: string;
-  readonly closed: boolean;
-  readonly liveness: FailureThresholdConfig;
   readonly binds: readonly { path: string; dtab: string; tree: string | null; lastUpdatedAt: string | null; poll: PollWatchStatus }[];
   readonly addrs: readonly { id: string; addr: unknown; lastUpdatedAt: string | null; poll: PollWatchStatus }[];
 }
@@ -89,30 +70,21 @@ export interface ResolverThriftState {
  * bound id's addresses a long-polled `addr`. Polls run while something observes them; all share
  * one mux session per resolver address, watched by the threshold failure detector. A lost session
  * fails every poll on it, and each is made again after its backoff; until then the last values
- * stay in force. A refusal before a watch ever had a value fails that binding (or address).
+ * stay in force (see {@link ResolverLink}).
  */
-export class ResolverThriftInterpreter implements StatefulInterpreter, ClosableInterpreter {
+export class ResolverThriftInterpreter extends ResolverLink {
   readonly namespace: string;
-  readonly dst: Path;
+  protected readonly statusKey = 'poll';
   readonly #liveness: FailureThresholdConfig;
   readonly #backoff: Backoff;
   readonly #tls: ClientTlsSettings | undefined;
   readonly #handshakeTimeoutMs: number;
   readonly #log: Logger | undefined;
-  readonly #dstAddresses: Var<State<readonly Address[]>>;
-  readonly #dstActivity: Activity<readonly Address[]>;
   readonly #links = new Map<string, ThriftMuxNamerLink>();
-  #dstHold: Closable | undefined;
-  #holds = 0;
-  #next = 0;
-  readonly #addrs = new Map<string, Var<Addr>>();
-  readonly #bindEntries = new Set<BindEntry>();
-  readonly #addrEntries = new Set<AddrEntry>();
-  #closed = false;
 
   constructor(cfg: ResolverThriftConfig, system: Namer, opts: ResolverThriftOptions = {}) {
+    super(system, readPath(cfg.dst), cfg.failureThreshold);
     this.namespace = cfg.namespace;
-    this.dst = readPath(cfg.dst);
     this.#liveness = cfg.failureThreshold;
     this.#backoff = opts.backoff ?? retryBackoff(cfg.retry);
     this.#handshakeTimeoutMs = opts.handshakeTimeoutMs ?? HANDSHAKE_TIMEOUT_MS;
@@ -122,84 +94,45 @@ export class ResolverThriftInterpreter implements StatefulInterpreter, ClosableI
       ca: cfg.tls.caCert === undefined ? undefined : readFileSync(cfg.tls.caCert),
       rejectUnauthorized: true,
     };
-    this.#dstAddresses = dstAddresses(system, this.dst);
-    this.#dstActivity = new Activity(this.#dstAddresses);
   }
 
-  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
+  protected bindWatch(dtab: Dtab, path: Path, h: LinkHandlers<NameTree<BoundName>>): ThriftPollWatch<'bind'> {
     const name = pathToThrift(path);
     const dtabText = dtab.show;
     const ns = this.namespace;
-    return new Activity(
-      Var.async<State<NameTree<BoundName>>>(Pending, (set) => {
-        let had = false;
-        const watch = this.#newWatch('bind', (stamp) => ({ dtab: dtabText, name: { stamp, name, ns }, clientId: [] }), {
-          onValue: (reply) => {
-            if (reply.tree === undefined) throw new ResolverThriftError('a bind answer has no tree');
-            const tree = boundTreeFromThrift(reply.tree, this.#boundName);
-            had = true;
-            entry.tree = showTree(tree, (b) => `${b.idStr}${b.residual.isEmpty ? '' : `+${b.residual.show}`}`);
-            entry.updatedAt = new Date();
-            set(ok(tree));
-          },
-          onResolverError: (e) => {
-            if (!had) set(failed(e));
-          },
-        });
-        const entry: BindEntry = { path: path.show, dtab: dtabText, watch, tree: null, updatedAt: undefined };
-        return this.#open(this.#bindEntries, entry);
-      }),
-    );
+    return this.#newWatch('bind', (stamp) => ({ dtab: dtabText, name: { stamp, name, ns }, clientId: [] }), {
+      onValue: (reply) => {
+        if (reply.tree === undefined) throw new ResolverThriftError('a bind answer has no tree');
+        const tree = boundTreeFromThrift(reply.tree, this.#boundName);
+        h.value(tree, showTree(tree, (b) => `${b.idStr}${b.residual.isEmpty ? '' : `+${b.residual.show}`}`));
+      },
+      onResolverError: (e) => h.refused(e),
+    });
   }
 
-  /** The live addresses of a bound id (one poll per id, shared by every binding that reaches it). */
-  addr(id: Path): Var<Addr> {
-    const key = id.show;
-    let v = this.#addrs.get(key);
-    if (v === undefined) {
-      const name = pathToThrift(id);
-      const ns = this.namespace;
-      v = Var.async<Addr>(AddrPending, (set) => {
-        let had = false;
-        const watch = this.#newWatch('addr', (stamp) => ({ name: { stamp, name, ns }, clientId: [] }), {
-          onValue: (reply) => {
-            if (reply.value === undefined) throw new ResolverThriftError('an addr answer has no value');
-            const addr = addrFromThrift(reply.value);
-            had = true;
-            entry.addr = addr;
-            entry.updatedAt = new Date();
-            set(addr);
-          },
-          onResolverError: (e) => {
-            if (had) return;
-            entry.addr = addrFailed(e);
-            set(entry.addr);
-          },
-        });
-        const entry: AddrEntry = { id: key, watch, addr: AddrPending, updatedAt: undefined };
-        return this.#open(this.#addrEntries, entry);
-      });
-      this.#addrs.set(key, v);
-    }
-    return v;
+  protected addrWatch(id: Path, h: LinkHandlers<Addr>): ThriftPollWatch<'addr'> {
+    const name = pathToThrift(id);
+    const ns = this.namespace;
+    return this.#newWatch('addr', (stamp) => ({ name: { stamp, name, ns }, clientId: [] }), {
+      onValue: (reply) => {
+        if (reply.value === undefined) throw new ResolverThriftError('an addr answer has no value');
+        h.value(addrFromThrift(reply.value), undefined);
+      },
+      onResolverError: (e) => h.refused(e),
+    });
   }
 
-  state(): ResolverThriftState {
-    return {
-      kind: 'io.prx.resolver',
-      namespace: this.namespace,
-      dst: this.dst.show,
-      closed: this.#closed,
-      liveness: this.#liveness,
-      binds: [...this.#bindEntries].map((e) => ({ path: e.path, dtab: e.dtab, tree: e.tree, lastUpdatedAt: e.updatedAt?.toISOString() ?? null, poll: e.watch.status() })),
-      addrs: [...this.#addrEntries].map((e) => ({ id: e.id, addr: addrJson(e.addr), lastUpdatedAt: e.updatedAt?.toISOString() ?? null, poll: e.watch.status() })),
-    };
+  protected stateHead(): Readonly<Record<string, unknown>> {
+    return { kind: 'io.prx.resolver', namespace: this.namespace, dst: this.dst.show };
   }
 
-  /** Stops every poll and closes the sessions; bindings observed later stay pending. */
-  close(): void {
-    this.#closed = true;
-    for (const e of [...this.#bindEntries, ...this.#addrEntries]) e.watch.stop();
+  override state(): ResolverThriftState {
+    return super.state() as ResolverThriftState;
+  }
+
+  /** Stops every poll and closes the sessions. */
+  override close(): void {
+    super.close();
     for (const l of this.#links.values()) l.close();
     this.#links.clear();
   }
@@ -208,29 +141,10 @@ export class ResolverThriftInterpreter implements StatefulInterpreter, ClosableI
 
   #newWatch<M extends PolledMethod>(
     method: M,
-    request: ConstructorParameters<typeof ThriftPollWatch<M>>[0]['request'],
-    handlers: Pick<ConstructorParameters<typeof ThriftPollWatch<M>>[0], 'onValue' | 'onResolverError'>,
+    request: PollWatchOptions<M>['request'],
+    handlers: Pick<PollWatchOptions<M>, 'onValue' | 'onResolverError'>,
   ): ThriftPollWatch<M> {
     return new ThriftPollWatch<M>({ method, request, link: (signal) => this.#link(signal), backoff: this.#backoff, log: this.#log, ...handlers });
-  }
-
-  #open<E extends { readonly watch: { start(): void; stop(): void } }>(entries: Set<E>, entry: E): Closable {
-    entries.add(entry);
-    if (this.#holds++ === 0) this.#dstHold = this.#dstAddresses.observe(() => {});
-    if (!this.#closed) entry.watch.start();
-    let open = true;
-    return {
-      close: () => {
-        if (!open) return;
-        open = false;
-        entry.watch.stop();
-        entries.delete(entry);
-        if (--this.#holds === 0) {
-          this.#dstHold?.close();
-          this.#dstHold = undefined;
-        }
-      },
-    };
   }
 
   /**
@@ -238,11 +152,10 @@ export class ResolverThriftInterpreter implements StatefulInterpreter, ClosableI
    * detector judges busy while another address is there to try.
    */
   async #link(signal: AbortSignal): Promise<ThriftMuxNamerLink> {
-    const addresses = await this.#dstActivity.toPromise(signal);
-    if (addresses.length === 0) throw new ResolverDstError(this.dst.show, 'has no addresses');
+    const { addresses, start } = await this.dstTurn(signal);
     let chosen: ThriftMuxNamerLink | undefined;
     for (let i = 0; i < addresses.length; i++) {
-      const link = this.#linkTo(addresses[this.#next++ % addresses.length] as Address);
+      const link = this.#linkTo(addresses[(start + i) % addresses.length] as Address);
       chosen ??= link;
       if (!link.busy) return link;
     }
@@ -263,7 +176,7 @@ export class ResolverThriftInterpreter implements StatefulInterpreter, ClosableI
         handshakeTimeoutMs: this.#handshakeTimeoutMs,
         log: this.#log,
       });
-      if (this.#closed) link.close();
+      if (this.closed) link.close();
       else this.#links.set(key, link);
     }
     return link;

@@ -10,7 +10,7 @@ import { ResolverThriftInterpreter, type ResolverThriftConfig, resolverThriftInt
 import { PingWindow } from '../../src/service/ping-window.js';
 import { eventually, onlyLeaf, showAddr, showBound } from './helpers.js';
 import { startThriftNamer } from '../resolver/thrift-namer-helpers.js';
-import { silentRelay } from '../helpers/silent-relay.js';
+import { silentRelay } from '../helpers/tcp-proxy.js';
 import { makeCerts } from '../router/harness.js';
 
 function config(port: number, extra: Record<string, unknown> = {}): ResolverThriftConfig {
