@@ -57,8 +57,8 @@ export function loadLoop(port: number, agent: http.Agent, answers: Answer[], fai
 export interface FleetLink {
   /** Names temp dirs and etcd prefixes. */
   readonly name: string;
-  /** The interface object in the resolver's config, listening on `port`. */
-  readonly iface: (port: number) => Record<string, unknown>;
+  /** The interface object in the resolver's config, listening on `port`; undefined: the link is the HTTP controller. */
+  readonly iface: ((port: number) => Record<string, unknown>) | undefined;
   /** The proxy's interpreter object for a resolver interface on `port` and namespace `ns`. */
   readonly interpreter: (port: number, ns: string) => Record<string, unknown>;
   /** Where the proxy's admin shows the interpreter's state (router `web`, namespace `e2e`). */
@@ -103,7 +103,7 @@ export async function dtabUpdateMovesTraffic(t: TestContext, link: FleetLink): P
       resolverConfig,
       JSON.stringify({
         admin: { port: resolverAdmin },
-        interfaces: [{ kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort }, link.iface(linkPort)],
+        interfaces: [{ kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort }, ...(link.iface === undefined ? [] : [link.iface(linkPort)])],
         storage: {
           kind: 'io.prx.kvstore2',
           experimental: true,
@@ -128,7 +128,7 @@ export async function dtabUpdateMovesTraffic(t: TestContext, link: FleetLink): P
             protocol: 'http',
             label: 'web',
             identifier: { kind: 'io.prx.static', path: '/web' },
-            interpreter: link.interpreter(linkPort, 'e2e'),
+            interpreter: link.interpreter(link.iface === undefined ? ctlPort : linkPort, 'e2e'),
             servers: [{ ip: '127.0.0.1', port: proxyPort }],
           },
         ],
@@ -187,6 +187,9 @@ export async function dtabUpdateMovesTraffic(t: TestContext, link: FleetLink): P
         `last from the old one ${(lastGreen - putSentAt).toFixed(1)} ms after`,
     );
 
+    // The resolver's admin explains the stored dtab; the proxy's shows the interpreter's state.
+    const stored = await request(`http://127.0.0.1:${resolverAdmin}/dtab/delegator.json?namespace=e2e&path=/svc/web`);
+    assert.equal(stored.status, 200, stored.text);
     const state = await request(`http://127.0.0.1:${proxyAdmin}${link.statePath}`);
     assert.equal(state.status, 200, state.text);
     link.checkState(JSON.parse(state.text), state.text);
