@@ -6,7 +6,7 @@
 // the new value on every stream. Repeats for each N.
 //
 //   node scripts/resolver-figures.mjs [--watchers "1000 5000 10000"] [--updates 5] [--no-build]
-//                                     [--interface http|mesh|destination] [--per-connection 1]
+//                                     [--interface http|mesh|destination|thrift] [--per-connection 1]
 //                                     [--heap-snapshot DIR] [--settle-ms 1000]
 //
 // `http` (default): `watch=true` bind streams of the HTTP controller over raw sockets. `mesh`:
@@ -14,7 +14,10 @@
 // `io.prx.destination` interface. Both gRPC clients are written by hand with node:http2 so the
 // client side stays light, each call on its own HTTP/2 connection (as many proxies would);
 // `--per-connection k` puts k calls on each connection instead (a proxy's binds and replica sets
-// share its one connection to the resolver). `--heap-snapshot DIR` writes a heap snapshot of the
+// share its one connection to the resolver). `thrift`: long-polled `bind` calls on the
+// `io.prx.thriftNameInterpreter` interface, each watcher a mux tag on its own connection (or k per
+// connection), re-polling with the stamp of each answer as io.prx.resolver does; its calls are
+// encoded by dist/'s codec, its mux frames by hand. `--heap-snapshot DIR` writes a heap snapshot of the
 // resolver with all watchers open (for where the memory goes).
 // Each connection is a socket on both sides; keep N/k below `ulimit -n`.
 import { spawn, spawnSync } from 'node:child_process';
@@ -35,7 +38,7 @@ const option = (name, fallback) => {
 const counts = String(option('--watchers', '1000 5000 10000')).split(/\s+/).filter(Boolean).map(Number);
 const updates = Number(option('--updates', '5'));
 const iface = String(option('--interface', 'http'));
-if (!['http', 'mesh', 'destination'].includes(iface)) throw new Error(`--interface is http, mesh or destination, not ${iface}`);
+if (!['http', 'mesh', 'destination', 'thrift'].includes(iface)) throw new Error(`--interface is http, mesh, destination or thrift, not ${iface}`);
 const perConnection = Number(option('--per-connection', '1'));
 const snapshotDir = option('--heap-snapshot', undefined);
 // How long the watchers stay open before the resolver's RSS is read (its heap settles after the rush of connections).
@@ -127,6 +130,63 @@ function openGrpcWatch(port, call, onData, shared) {
   });
 }
 
+/**
+ * One long-polled bind watch on the thrift name interface: a mux tag on `shared`'s connection or a
+ * new one. Each answer goes to `onData` (as latin1 text: the bound id's segments show in it) and
+ * is followed by the next poll, carrying the answer's stamp.
+ */
+async function openThriftWatch(port, onData, shared) {
+  const codec = await thriftCodec();
+  const conn = shared ?? (await muxConnection(port));
+  const tag = conn.nextTag++;
+  const poll = (stamp) => {
+    const call = codec.encodeNamerCall('bind', tag, { dtab: '', name: { stamp, name: [Buffer.from('svc'), Buffer.from('web')], ns: 'default' }, clientId: [] });
+    // Tdispatch: no contexts, no destination, no delegations, then the thrift call.
+    const body = Buffer.concat([Buffer.alloc(6), call]);
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(body.length + 4, 0);
+    head.writeUInt32BE((2 << 24) | tag, 4);
+    conn.socket.write(Buffer.concat([head, body]));
+  };
+  conn.replies.set(tag, (body) => {
+    // Rdispatch: status, contexts (none from prx), then the thrift reply.
+    const reply = body.subarray(3);
+    onData(reply.toString('latin1'));
+    const r = codec.decodeNamerReply('bind', reply);
+    if (!('ok' in r.result)) throw new Error(`bind failed: ${JSON.stringify(r.result)}`);
+    poll(r.result.ok.stamp);
+  });
+  poll(Buffer.alloc(0));
+  return { session: conn, destroy: () => conn.socket.destroy() };
+}
+
+let codecModule;
+function thriftCodec() {
+  codecModule ??= import(join(root, 'dist/protocol/thrift/name-interface/messages.js'));
+  return codecModule;
+}
+
+/** A mux connection (no handshake: prx's server takes Tdispatch from a session of the first version). */
+function muxConnection(port) {
+  return new Promise((resolve, reject) => {
+    const conn = { socket: undefined, nextTag: 1, replies: new Map() };
+    let buf = Buffer.alloc(0);
+    const socket = connect(port, '127.0.0.1', () => resolve(conn));
+    conn.socket = socket;
+    socket.once('error', reject);
+    socket.on('data', (d) => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+        const size = buf.readUInt32BE(0);
+        const word = buf.readUInt32BE(4);
+        const type = word >>> 24;
+        if (type === 0xfe) conn.replies.get(word & 0xffffff)?.(buf.subarray(8, 4 + size));
+        buf = buf.subarray(4 + size);
+      }
+    });
+  });
+}
+
 /** The endpoint of each fs name, and how its arrival shows in a destination `add`: TcpAddress.port (field 2) = port. */
 const PORTS = { blue: 8081, green: 8082 };
 const portField = (port) => String.fromCharCode(0x10, (port & 0x7f) | 0x80, port >> 7);
@@ -175,6 +235,7 @@ async function measure(n) {
         { kind: 'io.prx.httpController', ip: '127.0.0.1', port: ctlPort },
         ...(iface === 'mesh' ? [{ kind: 'io.prx.mesh', ip: '127.0.0.1', port: grpcPort }] : []),
         ...(iface === 'destination' ? [{ kind: 'io.prx.destination', ip: '127.0.0.1', port: grpcPort, prefix: '/svc', namespace: 'default' }] : []),
+        ...(iface === 'thrift' ? [{ kind: 'io.prx.thriftNameInterpreter', ip: '127.0.0.1', port: grpcPort }] : []),
       ],
       storage: { kind: 'io.prx.inMemory', namespaces: { default: '/svc/web => /#/io.prx.fs/blue' } },
       namers: [{ kind: 'io.prx.fs', rootDir: disco }],
@@ -196,7 +257,8 @@ async function measure(n) {
     // A few warm-up requests, so the baseline includes a JIT-warm controller (and, for mesh, a
     // loaded gRPC stack: a few watches opened and closed).
     for (let i = 0; i < 50; i++) await http(ctlPort, 'GET', '/api/1/bind/default?path=/svc/web');
-    if (iface !== 'http') for (let i = 0; i < 20; i++) (await openGrpcWatch(grpcPort, GRPC_CALLS[iface], () => {})).destroy();
+    if (iface === 'mesh' || iface === 'destination') for (let i = 0; i < 20; i++) (await openGrpcWatch(grpcPort, GRPC_CALLS[iface], () => {})).destroy();
+    if (iface === 'thrift') for (let i = 0; i < 20; i++) (await openThriftWatch(grpcPort, () => {})).destroy();
     await sleep(500);
     const rssBefore = rssMiB(child.pid);
     const memBefore = await adminMemory(adminPort);
@@ -211,16 +273,19 @@ async function measure(n) {
       // The HTTP view shows the id as JSON text; the mesh message carries it as the path segment's
       // bytes; a destination `add` carries the name's endpoint port.
       const onData = (chunk) => {
-        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : iface === 'mesh' ? chunk.includes(want) : destinationAdds(chunk, PORTS[want]);
+        const seen = iface === 'http' ? chunk.includes(`/${want}"`) : iface === 'mesh' || iface === 'thrift' ? chunk.includes(want) : destinationAdds(chunk, PORTS[want]);
         if (seen && seenAt[index] === 0) {
           seenAt[index] = performance.now();
           received++;
         }
       };
+      const shared = i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session;
       const s =
         iface === 'http'
           ? await openWatch(ctlPort, '/api/1/bind/default?path=/svc/web&watch=true', onData)
-          : await openGrpcWatch(grpcPort, GRPC_CALLS[iface], onData, i % perConnection === 0 ? undefined : sockets[sockets.length - 1].session);
+          : iface === 'thrift'
+            ? await openThriftWatch(grpcPort, onData, shared)
+            : await openGrpcWatch(grpcPort, GRPC_CALLS[iface], onData, shared);
       sockets.push(s);
     }
     while (received < n) await sleep(20);
@@ -295,6 +360,7 @@ const how = {
   http: 'HTTP controller bind watches over raw TCP',
   mesh: `io.prx.mesh StreamBoundTree calls, ${perConnection} per HTTP/2 connection`,
   destination: `io.prx.destination Get calls, ${perConnection} per HTTP/2 connection`,
+  thrift: `io.prx.thriftNameInterpreter bind long polls, ${perConnection} per mux connection`,
 }[iface];
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`node ${process.version}; in-memory storage; ${how} from one client process; ${updates} updates per row, medians; load average at the end ${load}.\n`);

@@ -167,7 +167,8 @@ export class FrameDecoder {
  * (default twice the message limit) on at most {@link MAX_PARTIAL_TAGS} tags.
  */
 export class Defragmenter {
-  readonly #partial = new Map<number, { parts: Buffer[]; bytes: number }>();
+  /** Made at the first fragment: most sessions never see one, and a Map per session adds up over thousands. */
+  #partial: Map<number, { parts: Buffer[]; bytes: number }> | undefined;
   readonly #maxMessageBytes: number;
   readonly #maxPartialBytes: number;
   readonly #maxPartialTags: number;
@@ -186,17 +187,17 @@ export class Defragmenter {
   }
 
   #drop(tag: number): void {
-    const held = this.#partial.get(tag);
+    const held = this.#partial?.get(tag);
     if (held === undefined) return;
     this.#heldBytes -= held.bytes;
-    this.#partial.delete(tag);
+    this.#partial?.delete(tag);
   }
 
   /** The message this frame completes (its tag without the fragment bit), or undefined while more are to come. */
   accept(type: number, rawTag: number, body: Buffer): MuxFrame | undefined {
     const tag = rawTag & ~TAG_MSB;
     const more = (rawTag & TAG_MSB) !== 0;
-    const partial = this.#partial.get(tag);
+    const partial = this.#partial?.get(tag);
     if (isDiscard(type) && type !== MuxType.Rdiscarded) {
       // A Tdiscarded names its tag in its body; a partly received Tdispatch of that tag is dropped.
       if (body.length >= 3) this.#drop(body.readUIntBE(0, 3));
@@ -213,8 +214,9 @@ export class Defragmenter {
     if (held.bytes > this.#maxMessageBytes) throw new MuxMessageTooLargeError(held.bytes, this.#maxMessageBytes);
     if (more) {
       if (partial === undefined) {
-        if (this.#partial.size >= this.#maxPartialTags) throw new MuxPartialBudgetError(`mux peer has partial messages on more than ${this.#maxPartialTags} tags`);
-        this.#partial.set(tag, held);
+        const all = (this.#partial ??= new Map());
+        if (all.size >= this.#maxPartialTags) throw new MuxPartialBudgetError(`mux peer has partial messages on more than ${this.#maxPartialTags} tags`);
+        all.set(tag, held);
       }
       this.#heldBytes += body.length;
       if (this.#heldBytes > this.#maxPartialBytes) throw new MuxPartialBudgetError(`mux peer holds ${this.#heldBytes} bytes in partial messages, over the connection's budget of ${this.#maxPartialBytes}`);
@@ -223,12 +225,12 @@ export class Defragmenter {
     }
     held.parts.push(body);
     this.#heldBytes -= held.bytes - body.length;
-    this.#partial.delete(tag);
+    this.#partial?.delete(tag);
     return { type, tag, body: Buffer.concat(held.parts, held.bytes) };
   }
 
   /** Tags with a message partly received. */
   get pending(): number {
-    return this.#partial.size;
+    return this.#partial?.size ?? 0;
   }
 }

@@ -30,6 +30,51 @@ export class Stamper {
   }
 }
 
+/**
+ * A client's interest in its call, withdrawn when it discards the call or its connection goes.
+ * Lighter than an AbortController (made per long poll, thousands at a time); {@link signal} makes
+ * one for the rare API that needs it.
+ */
+export class Interest {
+  #withdrawn = false;
+  #listeners: (() => void)[] | undefined;
+  #controller: AbortController | undefined;
+
+  get withdrawn(): boolean {
+    return this.#withdrawn;
+  }
+
+  /** Calls `f` once when the interest is withdrawn (never if it never is). */
+  onWithdraw(f: () => void): void {
+    if (this.#withdrawn) f();
+    else (this.#listeners ??= []).push(f);
+  }
+
+  offWithdraw(f: () => void): void {
+    const ls = this.#listeners;
+    if (ls === undefined) return;
+    const i = ls.indexOf(f);
+    if (i >= 0) ls.splice(i, 1);
+  }
+
+  withdraw(): void {
+    if (this.#withdrawn) return;
+    this.#withdrawn = true;
+    const ls = this.#listeners;
+    this.#listeners = undefined;
+    if (ls !== undefined) for (const f of ls) f();
+  }
+
+  /** An AbortSignal aborted when the interest is withdrawn. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      const c = (this.#controller = new AbortController());
+      this.onWithdraw(() => c.abort());
+    }
+    return this.#controller.signal;
+  }
+}
+
 interface Waiter<V> {
   readonly resolve: (o: Observation<V>) => void;
 }
@@ -122,9 +167,9 @@ export class ObserverCache<V> {
   /**
    * The observation of `key` (watching `source()` if it is not cached) for a poll carrying
    * `stamp`: the current one when the stamp differs, else the next. Rejects with {@link MaximumObservationsReachedError} when it would have to wait
-   * and the active capacity is taken; an aborted `signal` withdraws the poll (nothing resolves).
+   * and the active capacity is taken; a withdrawn `interest` withdraws the poll (nothing resolves).
    */
-  poll(key: string, stamp: Buffer, signal: AbortSignal, source: () => Activity<unknown>): Promise<Observation<V>> {
+  poll(key: string, stamp: Buffer, interest: Interest, source: () => Activity<unknown>): Promise<Observation<V>> {
     let entry = this.#active.get(key);
     if (entry === undefined) {
       entry = this.#inactive.get(key);
@@ -147,7 +192,7 @@ export class ObserverCache<V> {
     return new Promise<Observation<V>>((resolve) => {
       const waiter: Waiter<V> = {
         resolve: (o) => {
-          signal.removeEventListener('abort', onAbort);
+          interest.offWithdraw(onAbort);
           resolve(o);
         },
       };
@@ -156,7 +201,7 @@ export class ObserverCache<V> {
         if (e.observer.waiters.size === 0 && this.#active.get(key) === e) this.#idle(key, e);
       };
       e.observer.waiters.add(waiter);
-      signal.addEventListener('abort', onAbort, { once: true });
+      interest.onWithdraw(onAbort);
     });
   }
 

@@ -14,6 +14,7 @@ import { MessageType, readMessageHeader } from '../../protocol/thrift/message.js
 import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
 import type { Counter, StatsReceiver } from '../../service/stats/index.js';
+import { Interest } from './observer-cache.js';
 import type { ThriftNamerService } from './thrift-namer-service.js';
 
 /** Requests to the name interface are a name, a stamp and a dtab: 4 MiB is far beyond any real one. */
@@ -29,11 +30,11 @@ export interface ThriftNamerListenConfig {
   readonly tls?: ServerTlsConfig | undefined;
 }
 
-/** One call on a mux session: its work is aborted when the client discards it or the session ends. */
+/** One call on a mux session: the client's interest in it is withdrawn when it discards it or the session ends. */
 class NamerMuxCall implements TaggedCall {
   readonly session: MuxServerSession;
   readonly tag: number;
-  readonly abort = new AbortController();
+  readonly interest = new Interest();
 
   constructor(session: MuxServerSession, tag: number) {
     this.session = session;
@@ -41,7 +42,7 @@ class NamerMuxCall implements TaggedCall {
   }
 
   discarded(): void {
-    this.abort.abort();
+    this.interest.withdraw();
   }
 }
 
@@ -124,27 +125,30 @@ export class ThriftNamerServer implements MuxServerOwner {
     socket.once('close', () => this.#thriftConns.delete(c));
   }
 
-  /** MuxServerOwner: a call on a session. */
+  /** MuxServerOwner: a call on a session. It is read at once; a long poll holds only what it decoded. */
   request(session: MuxServerSession, tag: number, req: MuxInbound): void {
+    const r = this.#service.read(req.msg.body);
+    if ('reply' in r) {
+      if (r.reply !== undefined) session.reply(tag, ReplyStatus.Ok, [], r.reply);
+      else {
+        this.#malformed.incr();
+        session.rerr(tag, 'the request is not a thrift call');
+      }
+      return;
+    }
     const call = new NamerMuxCall(session, tag);
     this.#calls.add(call);
-    void this.#serve(call, req.msg.body);
-  }
-
-  async #serve(call: NamerMuxCall, body: Buffer): Promise<void> {
-    try {
-      const reply = await this.#service.handle(body, call.abort.signal);
-      if (call.abort.signal.aborted) return;
-      if (reply === undefined) {
-        this.#malformed.incr();
-        call.session.rerr(call.tag, 'the request is not a thrift call');
-      } else call.session.reply(call.tag, ReplyStatus.Ok, [], reply);
-    } catch (e) {
-      this.#log.error({ err: errorMessage(e) }, 'thrift name interface failed a call');
-      call.session.rerr(call.tag, `the resolver failed: ${errorMessage(e)}`);
-    } finally {
-      this.#calls.end(call);
-    }
+    this.#service.answer(r.call, call.interest).then(
+      (reply) => {
+        this.#calls.end(call);
+        if (reply !== undefined && !call.interest.withdrawn) session.reply(tag, ReplyStatus.Ok, [], reply);
+      },
+      (e: unknown) => {
+        this.#calls.end(call);
+        this.#log.error({ err: errorMessage(e) }, 'thrift name interface failed a call');
+        session.rerr(tag, `the resolver failed: ${errorMessage(e)}`);
+      },
+    );
   }
 
   discarded(session: MuxServerSession, tag: number): void {
@@ -193,7 +197,7 @@ class DowngradedConnection {
   readonly #malformed: Counter;
   readonly #reader = new MessageReader({ framed: true, protocol: 'binary', maxMessageBytes: MAX_NAMER_MESSAGE_BYTES });
   readonly #queue: Buffer[] = [];
-  readonly #abort = new AbortController();
+  readonly #interest = new Interest();
   #upgraded = false;
   #busy = false;
 
@@ -202,7 +206,7 @@ class DowngradedConnection {
     this.#service = service;
     this.#log = log;
     this.#malformed = malformed;
-    socket.once('close', () => this.#abort.abort());
+    socket.once('close', () => this.#interest.withdraw());
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     this.#read(head);
   }
@@ -243,8 +247,8 @@ class DowngradedConnection {
           this.#reader.prefixed = true;
           continue;
         }
-        const reply = await this.#service.handle(msg, this.#abort.signal);
-        if (this.#abort.signal.aborted) return;
+        const reply = await this.#service.handle(msg, this.#interest);
+        if (this.#interest.withdrawn) return;
         if (reply === undefined) throw new Error('the request is not a thrift call');
         this.#write(reply, this.#upgraded);
       }

@@ -1,19 +1,19 @@
 import { errorMessage } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { type Activity, type Addr, type BoundName, type Dtab, type NameTree, type Path, type State, readDtab } from '../../naming/index.js';
+import { type Addr, type BoundName, type Dtab, type NameTree, type Path, type State, readDtab } from '../../naming/index.js';
 import { AppExceptionType, encodeAppException } from '../../protocol/thrift/app-exception.js';
 import { readMessageHeader } from '../../protocol/thrift/message.js';
 import {
   addrToThrift, boundTreeToThrift, delegateTreeToThrift, delegationRequestPaths, pathFromThrift,
 } from '../../protocol/thrift/name-interface/convert.js';
 import {
-  type AddrReq, type BindReq, type DelegateReq, type DtabReq, type NameRef, type NamerCall, type NamerMethod, type NamerResult,
+  type AddrReq, type BindReq, type DelegateReq, type DtabReq, type NamerCall, type NamerMethod, type NamerResult,
   decodeNamerCall, encodeAddrReply, encodeAddrVal, encodeBindReply, encodeBoundTree, encodeNamerReply, encodeUnknownMethod,
 } from '../../protocol/thrift/name-interface/messages.js';
 import type { EncodedStruct } from '../../protocol/thrift/name-interface/schema-codec.js';
 import type { Counter, StatsReceiver } from '../../service/stats/index.js';
 import type { ResolverNaming } from '../naming.js';
-import { type Observation, ObserverCache, type Reading, Stamper } from './observer-cache.js';
+import { type Interest, ObserverCache, type Reading, Stamper } from './observer-cache.js';
 
 /** The `cache` object of the interface: entry counts and seconds. */
 export interface ThriftNamerCacheConfig {
@@ -62,6 +62,9 @@ const readDtabText = (s: State<unknown>): Reading<string> => {
   return { value: (s.value as Dtab).show };
 };
 
+/** A call of one of the service's methods. */
+export type ServedCall = Exclude<NamerCall, { method: undefined }>;
+
 const sameEncoded = (a: EncodedStruct, b: EncodedStruct): boolean => a.bytes.equals(b.bytes);
 
 /**
@@ -77,6 +80,8 @@ export class ThriftNamerService {
   readonly #addrs: ObserverCache<EncodedStruct>;
   readonly #dtabs: ObserverCache<string>;
   readonly #counters: Readonly<Record<NamerMethod, { readonly requests: Counter; readonly failures: Counter }>>;
+  /** Each observation's reply, encoded once for every poll it answers. */
+  readonly #templates = new WeakMap<object, Buffer>();
 
   constructor(naming: ResolverNaming, opts: ThriftNamerServiceOptions, stats: StatsReceiver) {
     this.#naming = naming;
@@ -106,22 +111,36 @@ export class ThriftNamerService {
   }
 
   /**
-   * The reply message to call `msg`; undefined when `signal` aborted first (the client discarded
-   * it) or when `msg` is not a thrift call at all (the caller answers at its own level).
+   * Reads a call at once (so nothing holds the bytes it came in): the reply when it can be given
+   * now (an unknown method, a malformed call; undefined when `msg` is not a thrift call at all, for
+   * the caller to answer at its own level), or the call for {@link answer}.
    */
-  async handle(msg: Buffer, signal: AbortSignal): Promise<Buffer | undefined> {
+  read(msg: Buffer): { readonly reply: Buffer | undefined } | { readonly call: ServedCall } {
     let call: NamerCall;
     try {
       call = decodeNamerCall(msg);
     } catch (e) {
-      return protocolErrorReply(msg, e);
+      return { reply: protocolErrorReply(msg, e) };
     }
-    if (call.method === undefined) return encodeUnknownMethod(call.name, call.seqid);
-    this.#counters[call.method].requests.incr();
-    const reply = await this.#dispatch(call, signal);
-    if (reply === undefined || signal.aborted) return undefined;
-    if ('failure' in reply.result) this.#counters[call.method].failures.incr();
-    return reply.bytes;
+    if (call.method === undefined) return { reply: encodeUnknownMethod(call.name, call.seqid) };
+    return { call };
+  }
+
+  /** The reply message to `call`; undefined when the client withdrew its interest first (it discarded the call). */
+  answer(call: ServedCall, interest: Interest): Promise<Buffer | undefined> {
+    const counters = this.#counters[call.method];
+    counters.requests.incr();
+    return this.#dispatch(call, interest).then((reply) => {
+      if (reply === undefined || interest.withdrawn) return undefined;
+      if ('failure' in reply.result) counters.failures.incr();
+      return reply.bytes;
+    });
+  }
+
+  /** {@link read}, then {@link answer}. */
+  handle(msg: Buffer, interest: Interest): Promise<Buffer | undefined> {
+    const r = this.read(msg);
+    return 'reply' in r ? Promise.resolve(r.reply) : this.answer(r.call, interest);
   }
 
   close(): void {
@@ -130,16 +149,16 @@ export class ThriftNamerService {
     this.#dtabs.close();
   }
 
-  #dispatch(call: Exclude<NamerCall, { method: undefined }>, signal: AbortSignal): Promise<Reply | undefined> {
+  #dispatch(call: ServedCall, interest: Interest): Promise<Reply | undefined> {
     switch (call.method) {
       case 'bind':
-        return this.#bind(call.seqid, call.req, signal);
+        return this.#bind(call.seqid, call.req, interest);
       case 'addr':
-        return this.#addr(call.seqid, call.req, signal);
+        return this.#addr(call.seqid, call.req, interest);
       case 'delegate':
-        return this.#delegate(call.seqid, call.req, signal);
+        return this.#delegate(call.seqid, call.req, interest);
       case 'dtab':
-        return this.#dtab(call.seqid, call.req, signal);
+        return this.#dtab(call.seqid, call.req, interest);
     }
   }
 
@@ -148,53 +167,64 @@ export class ThriftNamerService {
     return this.#opts.retryBaseSecs + Math.floor(this.#random() * (this.#opts.retryJitterSecs + 1));
   }
 
-  async #bind(seqid: number, req: BindReq, signal: AbortSignal): Promise<Reply | undefined> {
+  #bind(seqid: number, req: BindReq, interest: Interest): Promise<Reply> {
     const ref = req.name;
     const fail = (reason: string): Reply => failureReply('bind', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref, ns: ref?.ns ?? '' });
-    if (ref === undefined) return fail('no name given');
+    if (ref === undefined) return Promise.resolve(fail('no name given'));
     let path: Path;
     let extra: Dtab;
     try {
       path = pathFromThrift(ref.name);
       extra = readDtab(req.dtab);
     } catch (e) {
-      return fail(errorMessage(e));
+      return Promise.resolve(fail(errorMessage(e)));
     }
-    if (path.isEmpty) return fail('empty path');
+    if (path.isEmpty) return Promise.resolve(fail('empty path'));
     const ns = ref.ns;
-    const obs = await this.#poll(this.#bindings, `${ns}\n${extra.show}\n${path.show}`, ref, signal, () => this.#naming.bind(ns, extra, path));
-    if (obs === undefined) return undefined;
-    if ('failure' in obs) return fail(obs.failure);
-    if (!obs.ok) return fail(obs.error.message);
-    return { result: OK, bytes: encodeBindReply(seqid, obs.stamp, obs.value, ns) };
+    return this.#bindings.poll(`${ns}\n${extra.show}\n${path.show}`, ref.stamp, interest, () => this.#naming.bind(ns, extra, path)).then(
+      (obs) => (obs.ok ? { result: OK, bytes: this.#fromTemplate('bind', obs, seqid, () => encodeBindReply(0, obs.stamp, obs.value, ns)) } : fail(obs.error.message)),
+      (e: unknown) => fail(errorMessage(e)),
+    );
   }
 
-  async #addr(seqid: number, req: AddrReq, signal: AbortSignal): Promise<Reply | undefined> {
+  #addr(seqid: number, req: AddrReq, interest: Interest): Promise<Reply> {
     const ref = req.name;
     const fail = (reason: string): Reply => failureReply('addr', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref });
-    if (ref === undefined) return fail('no name given');
+    if (ref === undefined) return Promise.resolve(fail('no name given'));
     let id: Path;
     try {
       id = pathFromThrift(ref.name);
     } catch (e) {
-      return fail(errorMessage(e));
+      return Promise.resolve(fail(errorMessage(e)));
     }
-    if (id.isEmpty) return fail('empty path');
-    const obs = await this.#poll(this.#addrs, id.show, ref, signal, () => this.#naming.addr(id));
-    if (obs === undefined) return undefined;
-    if ('failure' in obs) return fail(obs.failure);
-    if (!obs.ok) return fail(obs.error.message);
-    return { result: OK, bytes: encodeAddrReply(seqid, obs.stamp, obs.value) };
+    if (id.isEmpty) return Promise.resolve(fail('empty path'));
+    return this.#addrs.poll(id.show, ref.stamp, interest, () => this.#naming.addr(id)).then(
+      (obs) => (obs.ok ? { result: OK, bytes: this.#fromTemplate('addr', obs, seqid, () => encodeAddrReply(0, obs.stamp, obs.value)) } : fail(obs.error.message)),
+      (e: unknown) => fail(errorMessage(e)),
+    );
   }
 
-  async #dtab(seqid: number, req: DtabReq, signal: AbortSignal): Promise<Reply | undefined> {
+  #dtab(seqid: number, req: DtabReq, interest: Interest): Promise<Reply> {
     const ns = req.ns;
     const fail = (reason: string): Reply => failureReply('dtab', seqid, { reason });
-    const obs = await this.#poll(this.#dtabs, ns, { stamp: req.stamp }, signal, () => this.#naming.dtab(ns));
-    if (obs === undefined) return undefined;
-    if ('failure' in obs) return fail(obs.failure);
-    if (!obs.ok) return fail(obs.error.message);
-    return reply('dtab', seqid, { ok: { stamp: obs.stamp, dtab: obs.value } });
+    return this.#dtabs.poll(ns, req.stamp, interest, () => this.#naming.dtab(ns)).then(
+      (obs) => (obs.ok ? reply('dtab', seqid, { ok: { stamp: obs.stamp, dtab: obs.value } }) : fail(obs.error.message)),
+      (e: unknown) => fail(errorMessage(e)),
+    );
+  }
+
+  /**
+   * The reply to one poll on `obs`: every poll answered by one observation gets the same bytes
+   * but for its seqid, so they are encoded once (with seqid 0) and copied with the seqid set.
+   */
+  #fromTemplate(method: 'bind' | 'addr', obs: object, seqid: number, encode: () => Buffer): Buffer {
+    let t = this.#templates.get(obs);
+    if (t === undefined) this.#templates.set(obs, (t = encode()));
+    const b = Buffer.allocUnsafe(t.length);
+    t.copy(b);
+    // Strict binary header: version (4), name length (4), name, seqid.
+    b.writeInt32BE(seqid | 0, 8 + method.length);
+    return b;
   }
 
   /**
@@ -202,7 +232,8 @@ export class ThriftNamerService {
    * delegations as it polls bindings: as namerd does, it is never answered, so the client keeps the
    * delegation it has until it gives up the request.
    */
-  async #delegate(seqid: number, req: DelegateReq, signal: AbortSignal): Promise<Reply | undefined> {
+  async #delegate(seqid: number, req: DelegateReq, interest: Interest): Promise<Reply | undefined> {
+    const signal = interest.signal;
     const fail = (reason: string): Reply => failureReply('delegate', seqid, { reason });
     const d = req.delegation;
     if (d === undefined || d.tree === undefined) return fail('no delegation tree given');
@@ -221,23 +252,6 @@ export class ThriftNamerService {
     } catch (e) {
       if (signal.aborted) return undefined;
       return fail(timeout.aborted ? `delegation did not finish within ${this.#opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS} ms` : errorMessage(e));
-    }
-  }
-
-  /** A poll on `cache`; undefined when the client gave it up, `{failure}` when the cache refused it. */
-  async #poll<V>(
-    cache: ObserverCache<V>,
-    key: string,
-    ref: Pick<NameRef, 'stamp'>,
-    signal: AbortSignal,
-    source: () => Activity<unknown>,
-  ): Promise<Observation<V> | { readonly failure: string } | undefined> {
-    const aborted = new Promise<undefined>((resolve) => signal.addEventListener('abort', () => resolve(undefined), { once: true }));
-    try {
-      return await Promise.race([cache.poll(key, ref.stamp, signal, source), aborted]);
-    } catch (e) {
-      this.#opts.log?.debug({ err: errorMessage(e), key }, 'thrift name interface refused a poll');
-      return { failure: errorMessage(e) };
     }
   }
 }
