@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { type ConnectionOptions, checkServerIdentity } from 'node:tls';
 import { z } from 'zod';
-import { addIssue, filePath, nonEmptyString } from '../../config/index.js';
+import { filePath, nonEmptyString } from './schema.js';
+import { addIssue } from './issues.js';
 
 /**
- * The namer TLS object of the key-value stores (`io.prx.kvstore`, `io.prx.kvstore2`): the server
+ * The namer TLS object of the key-value stores (the `io.prx.kvstore` and `io.prx.kvstore2` dtab
+ * storage, the `io.prx.kvstore` namer): the server
  * certificate must be valid for `commonName` (unless `disableValidation`, which skips the
  * host-name check only), be signed by `trustCertsBundle`/`trustCerts` (else the system roots), and
  * `clientAuth` presents a client certificate (PKCS#8 key).
