@@ -11,8 +11,9 @@ import '../router/thrift/index.js';
 import '../router/mux/index.js';
 import '../router/thrift/thriftmux.js';
 
-// Namers.
+// Namers (the Consul namer loads its HTTP client on first use).
 import '../namer/fs.js';
+import '../namer/kvstore.js';
 
 // Announcers (the ZooKeeper client is loaded only once something is announced).
 import '../namer/serversets-announcer.js';

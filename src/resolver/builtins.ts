@@ -4,6 +4,7 @@
 
 // Namers.
 import '../namer/fs.js';
+import '../namer/kvstore.js';
 
 // Telemeters (tracers they supply are ignored: the resolver does not trace).
 import '../telemetry/udpstats.js';
