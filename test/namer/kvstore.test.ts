@@ -1,8 +1,9 @@
 // io.prx.kvstore (the Consul namer) against the wire-faithful fake Consul: catalog lookups, live
 // updates through blocking queries, Neg for missing services, tags and datacenters, the agent
 // gone and back (last good state kept), ACL tokens, health filtering, setHost, weights and
-// metadata, watches released when nothing observes them, and a router bound through it.
+// metadata, TLS, watches released when nothing observes them, and a router bound through it.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { request } from 'undici';
 import { ConfigError, validate, namerList } from '../../src/config/index.js';
@@ -11,7 +12,7 @@ import { type Addr, type BoundName, type Name, type NameTree, type State, readPa
 import { constant } from '../../src/service/policy/index.js';
 import { quietLogs, type MemoryLog } from '../admin/helpers.js';
 import { FakeConsul } from '../resolver/storage/fake-consul.js';
-import { startBackend, startRouter } from '../router/harness.js';
+import { makeCerts, startBackend, startRouter } from '../router/harness.js';
 
 const PREFIX = readPath('/#/io.prx.kvstore');
 const fakes: FakeConsul[] = [];
@@ -279,6 +280,21 @@ describe('io.prx.kvstore namer', () => {
       await cat.close();
       await dog.close();
     }
+  });
+
+  it('tls: verifies Consul’s certificate against commonName and the trusted bundle, presenting a client certificate', async () => {
+    const certs = makeCerts();
+    const consul = await fake({ tls: { cert: readFileSync(certs.serverCert), key: readFileSync(certs.serverKey), ca: readFileSync(certs.caCert) } });
+    consul.catalog.register({ node: 'n1', nodeAddress: '10.0.0.1', service: 'web', port: 80 });
+    const tls = { commonName: 'localhost', trustCertsBundle: certs.caCert, clientAuth: { certPath: certs.clientCert, keyPath: certs.clientKey } };
+    const good = watch(namerOn(consul, { tls }).namer, '/dc1/web');
+    assert.deepEqual(await until(() => hostPorts(good.addr()), 'bound over TLS'), ['10.0.0.1:80']);
+    good.close();
+    const { namer, sink } = namerOn(consul, { tls: { ...tls, commonName: 'consul.elsewhere' } });
+    const wrongName = watch(namer, '/dc1/web');
+    await until(() => (sink.lines.some((l) => /consul\.elsewhere/.test(String(l['msg']))) ? true : undefined), 'name mismatch logged');
+    assert.equal(wrongName.tree()?.kind, 'pending');
+    wrongName.close();
   });
 
   it('config: Linkerd defaults, and bad values named', () => {
