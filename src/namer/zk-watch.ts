@@ -50,13 +50,13 @@ export class ZkWatcher {
 
   /** The children of `path`; null while it does not exist. */
   children(path: string): Var<State<string[] | null>> {
-    return this.#view(this.#children, path, (client, zk, watcher, set, again) =>
+    return this.#view(this.#children, path, (client, zk, watcher, set, fail, again) =>
       client.getChildren(path, watcher, (err, children) => {
         if (err === null) return set(ok([...children].sort()));
-        if (zkCodeOf(asError(err)) !== zk.Exception.NO_NODE) return this.#failed(path, err);
+        if (zkCodeOf(asError(err)) !== zk.Exception.NO_NODE) return fail(err);
         // Absent: watch for its creation (a creation between the two reads is caught by the exists).
         client.exists(path, watcher, (e2, stat) => {
-          if (e2 !== null) return this.#failed(path, e2);
+          if (e2 !== null) return fail(e2);
           if (stat !== null) return again();
           set(ok(null));
         });
@@ -66,10 +66,10 @@ export class ZkWatcher {
 
   /** The data of `path`; null while it does not exist. */
   data(path: string): Var<State<Buffer | null>> {
-    return this.#view(this.#data, path, (client, zk, watcher, set) =>
+    return this.#view(this.#data, path, (client, zk, watcher, set, fail) =>
       client.getData(path, watcher, (err, data) => {
         if (err === null) return set(ok(data ?? Buffer.alloc(0)));
-        if (zkCodeOf(asError(err)) !== zk.Exception.NO_NODE) return this.#failed(path, err);
+        if (zkCodeOf(asError(err)) !== zk.Exception.NO_NODE) return fail(err);
         set(ok(null));
       }),
     );
@@ -77,9 +77,9 @@ export class ZkWatcher {
 
   /** Whether `path` exists. */
   exists(path: string): Var<State<boolean>> {
-    return this.#view(this.#exists, path, (client, _zk, watcher, set) =>
+    return this.#view(this.#exists, path, (client, _zk, watcher, set, fail) =>
       client.exists(path, watcher, (err, stat) => {
-        if (err !== null) return this.#failed(path, err);
+        if (err !== null) return fail(err);
         set(ok(stat !== null));
       }),
     );
@@ -97,21 +97,28 @@ export class ZkWatcher {
     if (client !== undefined) void closeZkClient(client);
   }
 
-  #failed(path: string, err: Error | Zk.Exception): void {
-    // A lost connection is followed by a reconnection (or a new session), which reads again.
-    this.#log.debug({ zk: this.#connect, path, err: errorMessage(asError(err)) }, `ZooKeeper read of ${path} failed; keeping the last value`);
-  }
-
   #view<T>(
     cache: Map<string, Var<State<T>>>,
     path: string,
-    read: (client: Zk.Client, zk: ZkModule, watcher: (e: Zk.Event) => void, set: (s: State<T>) => void, again: () => void) => void,
+    read: (
+      client: Zk.Client,
+      zk: ZkModule,
+      watcher: (e: Zk.Event) => void,
+      set: (s: State<T>) => void,
+      fail: (err: Error | Zk.Exception) => void,
+      again: () => void,
+    ) => void,
   ): Var<State<T>> {
     const cached = cache.get(path);
     if (cached !== undefined) return cached;
     const v = Var.async<State<T>>(Pending, (set) => {
       // Each read arms a new watcher; only the newest one's event reads again.
       let seq = 0;
+      let known = false;
+      const publish = (st: State<T>): void => {
+        if (st.kind === 'ok') known = true;
+        set(st);
+      };
       const entry: Watched = {
         path,
         refresh: () => {
@@ -124,8 +131,21 @@ export class ZkWatcher {
           const watcher = (): void => {
             if (live()) entry.refresh();
           };
+          const fail = (err: Error | Zk.Exception): void => {
+            if (!live()) return;
+            const e = asError(err);
+            const code = zkCodeOf(e);
+            // A lost connection or session is followed by a reconnection or a new session, which reads again.
+            if (code === zk.Exception.CONNECTION_LOSS || code === zk.Exception.SESSION_EXPIRED || code === zk.Exception.OPERATION_TIMEOUT) {
+              this.#log.debug({ zk: this.#connect, path, err: e.message }, `ZooKeeper read of ${path} failed; keeping the last value`);
+              return;
+            }
+            // Anything else (no permission, a path ZooKeeper refuses) fails the view unless it has a value to keep.
+            this.#log.warn({ zk: this.#connect, path, err: e.message }, `cannot read ${path} in ZooKeeper: ${e.message}`);
+            if (!known) set(failed(e));
+          };
           try {
-            read(client, zk, watcher, (s) => live() && set(s), () => live() && entry.refresh());
+            read(client, zk, watcher, (st) => live() && publish(st), fail, () => live() && entry.refresh());
           } catch (e) {
             // The client refuses malformed paths synchronously.
             set(failed(e));

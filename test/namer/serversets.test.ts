@@ -2,7 +2,7 @@
 // members, `:endpoint`, shards), the longest existing serverset with the rest as residual, Neg and
 // a serverset appearing later, members joining and leaving live, prx's own announcer found by the
 // namer (and a router routing through it), the last members kept while ZooKeeper is cut off and a
-// new session after expiry, and the schema.
+// new session after expiry, a serverset it may not read, and the schema.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import * as zkLib from 'node-zookeeper-client';
@@ -54,6 +54,9 @@ class Writer {
   }
   setData(path: string, json: unknown): Promise<zkLib.Stat> {
     return this.#call<zkLib.Stat>((cb) => this.client.setData(path, Buffer.from(JSON.stringify(json)), -1, cb));
+  }
+  setACL(path: string, acls: zkLib.ACL[]): Promise<zkLib.Stat> {
+    return this.#call<zkLib.Stat>((cb) => this.client.setACL(path, acls, -1, cb));
   }
   remove(path: string): Promise<void> {
     return this.#call<void>((cb) => this.client.remove(path, -1, cb));
@@ -122,6 +125,11 @@ function watch(namer: ServersetsNamer, path: string): { tree(): State<NameTree<N
 }
 
 const hostPorts = (a: Addr | undefined): string[] | undefined => (a?.kind === 'bound' ? a.addresses.map((x) => `${x.host}:${x.port}`).sort() : undefined);
+/** The addresses once there are some (a serverset is created before its first member). */
+const someHostPorts = (a: Addr | undefined): string[] | undefined => {
+  const hp = hostPorts(a);
+  return hp !== undefined && hp.length > 0 ? hp : undefined;
+};
 const isNeg = (s: State<NameTree<Name>> | undefined): boolean => s?.kind === 'ok' && s.value.type === 'neg';
 const member = (host: string, port: number, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   serviceEndpoint: { host, port },
@@ -143,7 +151,7 @@ describe('io.prx.serversets namer', () => {
     const { namer, sink } = namerOn(zk.address);
 
     const plain = watch(namer, `${set}/some/residual`);
-    assert.deepEqual(await until(() => hostPorts(plain.addr()), 'bound'), ['10.0.0.1:8080', '10.0.0.2:8080']);
+    assert.deepEqual(await until(() => someHostPorts(plain.addr()), 'bound'), ['10.0.0.1:8080', '10.0.0.2:8080']);
     assert.equal(plain.bound()?.idStr, `/#/io.prx.serversets${set}`);
     assert.equal(plain.bound()?.residual.show, '/some/residual');
     const a = plain.addr();
@@ -153,7 +161,7 @@ describe('io.prx.serversets namer', () => {
     plain.close();
 
     const http = watch(namer, `${set}:http/x`);
-    assert.deepEqual(await until(() => hostPorts(http.addr()), 'endpoint bound'), ['10.0.0.1:8081'], 'only members with that endpoint');
+    assert.deepEqual(await until(() => someHostPorts(http.addr()), 'endpoint bound'), ['10.0.0.1:8081'], 'only members with that endpoint');
     assert.equal(http.bound()?.idStr, `/#/io.prx.serversets${set}:http`);
     assert.equal(http.bound()?.residual.show, '/x');
     http.close();
@@ -167,7 +175,7 @@ describe('io.prx.serversets namer', () => {
     const v = watch(namer, set);
     await until(() => (isNeg(v.tree()) ? true : undefined), 'Neg');
     await w.member(set, member('10.0.0.9', 80));
-    assert.deepEqual(await until(() => hostPorts(v.addr()), 'bound once created'), ['10.0.0.9:80']);
+    assert.deepEqual(await until(() => someHostPorts(v.addr()), 'bound once created'), ['10.0.0.9:80']);
     // The parent existed first, then the serverset itself: the id follows the longest.
     assert.equal(v.bound()?.idStr, `/#/io.prx.serversets${set}`);
     v.close();
@@ -179,7 +187,7 @@ describe('io.prx.serversets namer', () => {
     const set = uniquePath('live');
     const first = await w.member(set, member('10.0.1.1', 80));
     const v = watch(namerOn(zk.address).namer, set);
-    assert.deepEqual(await until(() => hostPorts(v.addr()), 'one member'), ['10.0.1.1:80']);
+    assert.deepEqual(await until(() => someHostPorts(v.addr()), 'one member'), ['10.0.1.1:80']);
     const second = await w.member(set, member('10.0.1.2', 80));
     await until(() => (hostPorts(v.addr())?.length === 2 ? true : undefined), 'joined');
     await w.setData(second, member('10.0.1.2', 80, { status: 'STOPPING' }));
@@ -208,7 +216,7 @@ describe('io.prx.serversets namer', () => {
     const announcement = announcer.announce({ host: '127.0.0.1', port: backend.port }, PREFIX.concat(residual), residual);
     const { namer } = namerOn(zk.address);
     const v = watch(namer, `/discovery/${name}/pets`);
-    assert.deepEqual(await until(() => hostPorts(v.addr()), 'announced member found'), [`127.0.0.1:${backend.port}`]);
+    assert.deepEqual(await until(() => someHostPorts(v.addr()), 'announced member found'), [`127.0.0.1:${backend.port}`]);
 
     const rt = await startRouter({ dtab: `/svc=>/#/io.prx.serversets/discovery/${name}` }, { namers: [{ prefix: PREFIX, namer }] });
     try {
@@ -234,7 +242,7 @@ describe('io.prx.serversets namer', () => {
     const first = await w.member(set, member('10.0.2.1', 80));
     const { namer, sink } = namerOn(`127.0.0.1:${proxy.port}`, { sessionTimeoutMs: 1000 });
     const v = watch(namer, set);
-    assert.deepEqual(await until(() => hostPorts(v.addr()), 'bound'), ['10.0.2.1:80']);
+    assert.deepEqual(await until(() => someHostPorts(v.addr()), 'bound'), ['10.0.2.1:80']);
     await proxy.cut();
     await w.remove(first);
     await w.member(set, member('10.0.2.2', 80));
@@ -246,6 +254,25 @@ describe('io.prx.serversets namer', () => {
     await w.member(set, member('10.0.2.3', 80));
     await until(() => (hostPorts(v.addr())?.length === 2 ? true : undefined), 'watch re-armed');
     v.close();
+  });
+
+  it('a serverset it may not read fails with ZooKeeper’s reason (NO_AUTH), and binds once it may', async () => {
+    const zk = await sharedZooKeeper();
+    const w = writer(zk.address);
+    const set = uniquePath('locked');
+    await w.member(set, member('10.0.3.1', 80));
+    // Anyone may create and change the ACL, nobody may read.
+    await w.setACL(set, [new zkLib.ACL(zkLib.Permission.CREATE | zkLib.Permission.ADMIN, new zkLib.Id('world', 'anyone'))]);
+    const { namer, sink } = namerOn(zk.address);
+    const v = watch(namer, set);
+    const a = await until(() => (v.addr()?.kind === 'failed' ? v.addr() : undefined), 'failed');
+    assert.match((a as { error: Error }).error.message, /NO_AUTH/);
+    assert.ok(sink.lines.some((l) => /cannot read .*locked.* NO_AUTH/.test(String(l['msg']))));
+    v.close();
+    await w.setACL(set, [new zkLib.ACL(zkLib.Permission.ALL, new zkLib.Id('world', 'anyone'))]);
+    const again = watch(namer, set);
+    assert.deepEqual(await until(() => someHostPorts(again.addr()), 'readable'), ['10.0.3.1:80']);
+    again.close();
   });
 
   it('parses Finagle’s member JSON and refuses what is not one', () => {
