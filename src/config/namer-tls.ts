@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { type ConnectionOptions, checkServerIdentity } from 'node:tls';
+import { createRequire } from 'node:module';
+import type * as Tls from 'node:tls';
 import { z } from 'zod';
 import { filePath, nonEmptyString } from './schema.js';
 import { addIssue } from './issues.js';
@@ -52,8 +53,17 @@ export function loadTlsMaterial(cfg: NamerTlsConfig): TlsMaterial {
   };
 }
 
-/** Node `tls.connect` options for {@link TlsMaterial} (used by the HTTP-based stores). */
-export function nodeTlsOptions(m: TlsMaterial): ConnectionOptions {
+// node:tls (and node:crypto with it) is loaded when a TLS connection is configured, not by every
+// process that loads the config layer: a proxy serving plain HTTP never pays for it.
+let tlsModule: typeof Tls | undefined;
+function nodeTls(): typeof Tls {
+  tlsModule ??= createRequire(import.meta.url)('node:tls') as typeof Tls;
+  return tlsModule;
+}
+
+/** Node `tls.connect` options for {@link TlsMaterial} (the HTTP-based stores and namers). */
+export function nodeTlsOptions(m: TlsMaterial): Tls.ConnectionOptions {
+  const { checkServerIdentity } = nodeTls();
   const cn = m.commonName;
   return {
     ...(m.ca === undefined ? {} : { ca: m.ca }),
