@@ -238,6 +238,31 @@ describe('io.prx.kvstore namer', () => {
     w.close();
   });
 
+  it('without X-Consul-Index it polls at the backoff pace instead of spinning; an index going backwards starts over', async () => {
+    const consul = await fake();
+    consul.catalog.register({ node: 'n1', nodeAddress: '10.0.0.1', service: 'web', port: 80 });
+    consul.omitIndexHeader = true;
+    const { namer } = namerOn(consul);
+    const w = watch(namer, '/dc1/web');
+    assert.deepEqual(await until(() => hostPorts(w.addr()), 'bound without an index'), ['10.0.0.1:80']);
+    const before = consul.requests.length;
+    await sleep(300);
+    // Two watches polling every 20 ms make about 30 requests; a spinning one would make thousands.
+    assert.ok(consul.requests.length - before < 200, `${consul.requests.length - before} requests in 300 ms`);
+    assert.ok(consul.requests.slice(before).every((r) => !r.query.has('index')));
+    consul.catalog.register({ node: 'n2', nodeAddress: '10.0.0.2', service: 'web', port: 80 });
+    await until(() => (hostPorts(w.addr())?.length === 2 ? true : undefined), 'change seen by polling');
+
+    consul.omitIndexHeader = false;
+    await until(() => (consul.blockedQueries === 2 ? true : undefined), 'blocking again');
+    // A Consul restored from nothing: its index restarts low.
+    consul.wipe();
+    await until(() => (isNeg(w.tree()) ? true : undefined), 'wiped: Neg');
+    consul.catalog.register({ node: 'n3', nodeAddress: '10.0.0.3', service: 'web', port: 80 });
+    assert.deepEqual(await until(() => (hostPorts(w.addr())?.join() === '10.0.0.3:80' ? hostPorts(w.addr()) : undefined), 'after the restart'), ['10.0.0.3:80']);
+    w.close();
+  });
+
   it('releases its blocking queries once nothing observes the name', async () => {
     const consul = await fake();
     consul.catalog.register({ node: 'n1', nodeAddress: '10.0.0.1', service: 'web', port: 80 });
