@@ -112,12 +112,17 @@ export class ZkWatcher {
     const cached = cache.get(path);
     if (cached !== undefined) return cached;
     const v = Var.async<State<T>>(Pending, (set) => {
-      // Each read arms a new watcher; only the newest one's event reads again.
+      // Only the newest read's answer counts. The watcher is one function for the view's life: the
+      // client keeps each distinct watcher function until its event, so a new one per read would
+      // pile up across reconnections on a znode that never changes.
       let seq = 0;
       let known = false;
       const publish = (st: State<T>): void => {
         if (st.kind === 'ok') known = true;
         set(st);
+      };
+      const watcher = (): void => {
+        if (this.#active.has(entry)) entry.refresh();
       };
       const entry: Watched = {
         path,
@@ -128,9 +133,6 @@ export class ZkWatcher {
           const mine = ++seq;
           const gen = this.#gen;
           const live = (): boolean => mine === seq && gen === this.#gen && this.#active.has(entry);
-          const watcher = (): void => {
-            if (live()) entry.refresh();
-          };
           const fail = (err: Error | Zk.Exception): void => {
             if (!live()) return;
             const e = asError(err);
