@@ -28,10 +28,10 @@ async function fake(opts: ConstructorParameters<typeof FakeConsul>[0] = {}): Pro
   return f;
 }
 
-function namerOn(consul: FakeConsul, extra: Record<string, unknown> = {}): { namer: KvstoreNamer; sink: MemoryLog } {
+function namerOn(consul: FakeConsul, extra: Record<string, unknown> = {}, prefix = PREFIX): { namer: KvstoreNamer; sink: MemoryLog } {
   const cfg = kvstoreNamerSchema.parse({ kind: 'io.prx.kvstore', host: '127.0.0.1', port: consul.port, ...extra });
   const { logs, sink } = quietLogs();
-  const namer = new KvstoreNamer(cfg, PREFIX, logs.get('prx.namer'), { retryBackoff: constant(20) });
+  const namer = new KvstoreNamer(cfg, prefix, logs.get('prx.namer'), { retryBackoff: constant(20) });
   namers.push(namer);
   return { namer, sink };
 }
@@ -305,6 +305,38 @@ describe('io.prx.kvstore namer', () => {
       await rt.close();
       await cat.close();
       await dog.close();
+    }
+  });
+
+  it('setHost: an http router sends the authority as Host and gives the client’s Host back in Location and Refresh', async () => {
+    const consul = await fake({ datacenter: 'east' });
+    const seen: (string | undefined)[] = [];
+    const backend = await startBackend('pets', (req, res) => {
+      seen.push(req.headers.host);
+      req.resume();
+      res.writeHead(302, { location: `http://${req.headers.host ?? ''}/next`, refresh: `5; url=http://${req.headers.host ?? ''}/later` });
+      res.end();
+    });
+    consul.catalog.register({ node: 'n1', nodeAddress: '127.0.0.1', service: 'pets', port: backend.port });
+    const rewriting = namerOn(consul, { setHost: true }).namer;
+    const plainPrefix = readPath('/#/plain');
+    const plain = namerOn(consul, {}, plainPrefix).namer;
+    const rt = await startRouter({ dtab: '/svc=>/#/io.prx.kvstore/.local;/svc/plain=>/#/plain/.local/pets' }, {
+      namers: [{ prefix: PREFIX, namer: rewriting }, { prefix: plainPrefix, namer: plain }],
+    });
+    try {
+      const r = await request(`${rt.url}/`, { headers: { host: 'pets' } });
+      await r.body.text();
+      assert.equal(seen.at(-1), 'pets.service.east.consul');
+      assert.equal(r.headers['location'], 'http://pets/next');
+      assert.equal(r.headers['refresh'], '5; url=http://pets/later');
+      const p = await request(`${rt.url}/`, { headers: { host: 'plain' } });
+      await p.body.text();
+      assert.equal(seen.at(-1), 'plain', 'without setHost the Host is the client’s');
+      assert.equal(p.headers['location'], 'http://plain/next');
+    } finally {
+      await rt.close();
+      await backend.close();
     }
   });
 
