@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { durationMs, ip, loadTlsMaterial, namerShape, namerTlsSchema, nonEmptyString, port } from '../config/index.js';
 import { errorMessage } from '../core/errors.js';
+import { AUTHORITY_META_KEY } from '../protocol/http/headers/host-rewrite.js';
 import type { Logger } from '../core/log.js';
 import {
   Activity, type Addr, AddrNeg, AddrPending, type Address, BoundName, Neg, Pending, type Path, type State, Var, addrBound,
@@ -197,7 +198,7 @@ export class KvstoreNamer implements RunningNamer {
           this.#agentInfo().then(
             (info) => {
               const host = `${tag === undefined ? '' : `${tag}.`}${service}.service.${dc === LOCAL_DC ? info.datacenter : dc}.${info.domain}`;
-              meta = { authority: host };
+              meta = { [AUTHORITY_META_KEY]: host };
               if (pending !== undefined) publish(pending);
             },
             () => undefined, // only on close
