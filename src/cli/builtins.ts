@@ -11,8 +11,10 @@ import '../router/thrift/index.js';
 import '../router/mux/index.js';
 import '../router/thrift/thriftmux.js';
 
-// Namers.
+// Namers (the Consul and ZooKeeper namers load their clients on first use).
 import '../namer/fs.js';
+import '../namer/kvstore.js';
+import '../namer/serversets.js';
 
 // Announcers (the ZooKeeper client is loaded only once something is announced).
 import '../namer/serversets-announcer.js';

@@ -5,6 +5,7 @@ export { addIssue, describeIssue, missingKey, parseNested, validate, withoutNull
 export * from './loader.js';
 export * from './schema.js';
 export * from './tls.js';
+export * from './namer-tls.js';
 export * from './policy.js';
 export * from './router.js';
 export * from './proxy-config.js';

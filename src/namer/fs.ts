@@ -7,7 +7,7 @@ import {
 } from '../naming/index.js';
 import { type FsSnapshot, watchDirectory } from './fs-snapshot.js';
 import { addIssue, namerShape } from '../config/index.js';
-import { type EnumeratingNamer, type RunningNamer, defineNamer } from './namer-kind.js';
+import { type EnumeratingNamer, type RunningNamer, defineNamer, sameLookup } from './namer-kind.js';
 
 /**
  * `io.prx.fs`: one file per name under `rootDir` (subdirectories nest: `/#/io.prx.fs/a/b` is the
@@ -92,19 +92,6 @@ export class FsNamer implements EnumeratingNamer, RunningNamer {
   close(): void {
     this.#addrs.clear();
   }
-}
-
-function sameLookup(a: State<NameTree<Name>>, b: State<NameTree<Name>>): boolean {
-  if (a.kind !== b.kind) return false;
-  if (a.kind === 'failed') return a.error.message === (b as typeof a).error.message;
-  if (a.kind === 'pending') return true;
-  const x = a.value;
-  const y = (b as typeof a).value;
-  if (x.type !== y.type) return false;
-  if (x.type !== 'leaf' || y.type !== 'leaf') return true; // both Neg
-  const bx = x.value as BoundName;
-  const by = y.value as BoundName;
-  return bx.idStr === by.idStr && bx.residual.equals(by.residual) && bx.addr === by.addr;
 }
 
 /** A file's text that names no address or has a malformed line (see watchDirectory's `suspect`). */

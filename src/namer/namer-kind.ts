@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { type KindDef, registerKind } from '../config/registry.js';
-import type { Activity, Namer, Path } from '../naming/index.js';
+import type { Activity, BoundName, Name, NameTree, Namer, Path, State } from '../naming/index.js';
 import type { Logger } from 'pino';
 
 /** What a namer factory receives besides its config. */
@@ -28,4 +28,18 @@ export function defineNamer<Cfg>(def: {
   create: (cfg: Cfg, ctx: NamerContext) => RunningNamer;
 }): KindDef<Cfg, NamerContext, RunningNamer> {
   return registerKind({ family: 'namer', ...def });
+}
+
+/** Equal lookup results (a bound leaf: same id, residual and address var), so unchanged re-lookups do not churn bindings. */
+export function sameLookup(a: State<NameTree<Name>>, b: State<NameTree<Name>>): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'failed') return a.error.message === (b as typeof a).error.message;
+  if (a.kind === 'pending') return true;
+  const x = a.value;
+  const y = (b as typeof a).value;
+  if (x.type !== y.type) return false;
+  if (x.type !== 'leaf' || y.type !== 'leaf') return true; // both Neg
+  const bx = x.value as BoundName;
+  const by = y.value as BoundName;
+  return bx.idStr === by.idStr && bx.residual.equals(by.residual) && bx.addr === by.addr;
 }

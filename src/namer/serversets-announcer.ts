@@ -1,7 +1,7 @@
 import type * as Zk from 'node-zookeeper-client';
-import { type ZkCallback, ZkTimeoutError, zkCall } from './zk-call.js';
+import { type ZkCallback, ZkTimeoutError, closeZkClient as closeClient, zkAddrsSchema, zkCall, zkCodeOf as codeOf, zkConnectString } from './zk-call.js';
 import { z } from 'zod';
-import { ip, pathText, port, positiveInt } from '../config/index.js';
+import { pathText, positiveInt } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Path } from '../naming/index.js';
@@ -42,7 +42,7 @@ import {
  */
 export const serversetsAnnouncerSchema = z.strictObject({
   ...announcerShape('io.prx.serversets', '/io.prx.serversets'),
-  zkAddrs: z.array(z.strictObject({ host: ip, port: port.default(2181) })).min(1, { error: 'expected at least one address' }),
+  zkAddrs: zkAddrsSchema,
   pathPrefix: pathText.default('/discovery'),
   /** Finagle's default ZooKeeper session timeout. */
   sessionTimeoutMs: positiveInt.default(10_000),
@@ -112,7 +112,7 @@ export class ServersetsAnnouncer implements Announcer {
   constructor(cfg: ServersetsAnnouncerConfig, ctx: AnnouncerContext, opts: ServersetsAnnouncerOptions = {}) {
     this.#cfg = cfg;
     this.#log = ctx.log;
-    this.#connect = cfg.zkAddrs.map((a) => `${a.host}:${a.port}`).join(',');
+    this.#connect = zkConnectString(cfg.zkAddrs);
     this.#backoff = opts.retryBackoff ?? jittered(100, 30_000);
     this.#failures = ctx.stats.counter('failures');
     ctx.stats.gauge(['announced'], () => {
@@ -413,23 +413,6 @@ function stateOf(m: Member, forum: string): AnnouncementState {
     ...(m.node === undefined ? {} : { member: m.node }),
     ...(m.error === undefined || state !== 'pending' ? {} : { error: m.error }),
   };
-}
-
-function codeOf(e: unknown): number | undefined {
-  const f = (e as { getCode?: unknown } | undefined)?.getCode;
-  return typeof f === 'function' ? (f.call(e) as number) : undefined;
-}
-
-/** Ends a session (its ephemeral members go with it); a client that cannot reach ZooKeeper is given up after a second. */
-function closeClient(client: Zk.Client): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, 1000).unref();
-    client.once('disconnected', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    client.close();
-  });
 }
 
 defineAnnouncer({

@@ -4,6 +4,8 @@
 
 // Namers.
 import '../namer/fs.js';
+import '../namer/kvstore.js';
+import '../namer/serversets.js';
 
 // Telemeters (tracers they supply are ignored: the resolver does not trace).
 import '../telemetry/udpstats.js';

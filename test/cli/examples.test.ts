@@ -16,7 +16,7 @@ const configs = readdirSync(join(REPO, 'examples'))
 describe('examples/', () => {
   test('there is an example per feature', () => {
     for (const name of ['prx.yaml', 'routing.yaml', 'dtab-canary-failover.yaml', 'tls.yaml', 'telemetry.yaml', 'access-log.yaml',
-      'announcers.yaml', 'resolver-in-memory.yaml', 'resolver-etcd.yaml', 'resolver-zk.yaml', 'proxy-via-resolver.yaml']) {
+      'announcers.yaml', 'service-discovery.yaml', 'resolver-in-memory.yaml', 'resolver-etcd.yaml', 'resolver-zk.yaml', 'proxy-via-resolver.yaml']) {
       assert.ok(configs.includes(name), `examples/${name}`);
     }
   });

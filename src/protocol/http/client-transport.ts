@@ -40,6 +40,8 @@ export interface OutboundRequest {
   clientCert: string | undefined;
   /** The inbound body is chunked (streamed): never retried once sent. */
   chunked: boolean;
+  /** The client's Host while an attempt carries an address set's authority (see host-rewrite.ts). */
+  hostBeforeRewrite: string | null | undefined;
 }
 
 // undici costs ~60 ms of start-up to load and is only needed for TLS upstreams and upgrades.

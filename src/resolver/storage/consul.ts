@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { choice, durationMs, ip, kindShape, port } from '../../config/index.js';
+import { choice, durationMs, ip, kindShape, loadTlsMaterial, namerTlsSchema, port } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { Dtab } from '../../naming/index.js';
 import { type Backoff, constant, exponentialJittered, jittered } from '../../service/policy/index.js';
@@ -15,7 +15,6 @@ import {
 import { type HttpResult, StorageHttpClient, header, refusedBeforeSending } from './http-client.js';
 import { defineStorage } from './kind.js';
 import { RetryTimer, keyPathPrefix } from './retry.js';
-import { loadTlsMaterial, namerTlsSchema } from './tls.js';
 import type { DtabStore, StorageContext } from './types.js';
 
 const consistency = z.enum(['default', 'stale', 'consistent']);

@@ -1,6 +1,6 @@
 import type { Etcd3, IKeyValue, IOptions, IRequestOp, ITxnResponse, IWatchResponse, Watcher } from 'etcd3';
 import { z } from 'zod';
-import { addIssue, ip, kindShape, port } from '../../config/index.js';
+import { type TlsMaterial, addIssue, ip, kindShape, loadTlsMaterial, namerTlsSchema, port } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { Dtab } from '../../naming/index.js';
 import type { Backoff } from '../../service/policy/index.js';
@@ -10,7 +10,6 @@ import { type StoredEntry, checkNamespace, decodeStored, dtabText, isValidNamesp
 import { DtabNamespaceAbsentError, DtabNamespaceExistsError, DtabVersionMismatchError, StorageUnavailableError } from './errors.js';
 import { defineStorage } from './kind.js';
 import { DEFAULT_WATCH_BACKOFF, RetryTimer, keyPathPrefix } from './retry.js';
-import { type TlsMaterial, loadTlsMaterial, namerTlsSchema } from './tls.js';
 import type { DtabStore, StorageContext } from './types.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import { errorMessage } from '../../core/errors.js';
 import { StorageUnavailableError } from './errors.js';
-import { type TlsMaterial, nodeTlsOptions } from './tls.js';
+import { type TlsMaterial, nodeTlsOptions } from '../../config/index.js';
 
 /** A response read whole. */
 export interface HttpResult {

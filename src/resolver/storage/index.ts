@@ -13,7 +13,7 @@ export { EtcdDtabStore, etcdStorageSchema, type EtcdStorageConfig, type EtcdStor
 export { ZkDtabStore, zkStorageSchema, type ZkStorageConfig, type ZkStoreOptions } from './zk.js';
 export { ConsulDtabStore, consulStorageSchema, type ConsulStorageConfig } from './consul.js';
 export { K8sDtabStore, k8sStorageSchema, type K8sStorageConfig, type K8sStoreOptions } from './k8s.js';
-export { namerTlsSchema, type NamerTlsConfig } from './tls.js';
+export { namerTlsSchema, type NamerTlsConfig } from '../../config/index.js';
 
 /** Creates the store a validated `storage` config object (from `kindSlot('storage')`) describes. */
 export function openDtabStore(cfg: KindConfig, ctx: StorageContext): DtabStore {

@@ -71,6 +71,7 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
   readonly #responseStats: ResponseStats<Ex>;
   readonly #perService = new Map<string, ClientCounters>();
   #addr: Addr = { kind: 'pending' };
+  #boundMeta: Readonly<Record<string, unknown>> = {};
   /** Requests that arrived before the name's first address was known (see {@link Client.whenResolved}). */
   #unresolvedWaiters: (() => void)[] | undefined = [];
 
@@ -129,6 +130,11 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
 
   get addr(): Addr {
     return this.#addr;
+  }
+
+  /** The metadata of the address set balanced over (the last bound one: pending and failed keep it). */
+  get boundMeta(): Readonly<Record<string, unknown>> {
+    return this.#boundMeta;
   }
 
   /** True until the name's address has been known once (a new bound name, e.g. after a dtab change). */
@@ -394,6 +400,7 @@ export class Client<Req, Ex extends Exchange, TransportOpts = unknown, Classifie
       if (addr.kind === 'failed') this.#log.warn({ client: this.id, err: addr.error.message }, 'address resolution failed; keeping last endpoints');
       return;
     }
+    this.#boundMeta = addr.kind === 'bound' ? addr.meta : {};
     const next = new Map<string, Endpoint<Req, Ex>>();
     this.#refusedTarget = undefined;
     if (addr.kind === 'bound') {

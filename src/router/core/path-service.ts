@@ -25,8 +25,11 @@ export interface PathServiceHost<Req, Ex extends Exchange, Classifier> {
   client(name: BoundName): Lease<Client<Req, Ex, unknown, Classifier>>;
   /** Client-parameter per-attempt settings (timeouts, cert forwarding) for a client id. */
   attemptTimeoutMs(clientId: string): number | undefined;
-  /** Called before each attempt: per-destination request state (HTTP: `prx-dst-client`, residual, XFCC). */
-  prepareAttempt(req: Req, name: BoundName, clientId: string): void;
+  /**
+   * Called before each attempt: per-destination request state (HTTP: `prx-dst-client`, residual,
+   * XFCC, Host from the address set's metadata `meta`).
+   */
+  prepareAttempt(req: Req, name: BoundName, clientId: string, meta: Readonly<Record<string, unknown>>): void;
 }
 
 /** The outcome of serving one request through a path service. */
@@ -136,7 +139,7 @@ export class PathService<Req, Ex extends Exchange, Classifier = unknown> impleme
         let responseClass: ResponseClass;
         let failure: Error | undefined;
         try {
-          this.#host.prepareAttempt(out, name, client.id);
+          this.#host.prepareAttempt(out, name, client.id, client.boundMeta);
           attempt = await this.#attempt(client, out, handle, totalDeadline, totalMs);
           responseClass = protocol.classify(p.classifier, out, attempt.exchange);
           client.record(attempt, this.dst, responseClass);

@@ -26,8 +26,8 @@ export interface RouterParams<TransportOpts, Classifier, RC extends ResolvedClie
 export interface RoutingAdapter<Req, Ex extends Exchange, TransportOpts, Classifier, RC extends ResolvedClient<TransportOpts>> {
   readonly protocol: ClientProtocol<Req, Ex, TransportOpts, Classifier>;
   readonly params: RouterParams<TransportOpts, Classifier, RC>;
-  /** Per-destination request state before each attempt (HTTP: `prx-dst-client`, residual, XFCC). */
-  prepareAttempt(req: Req, name: BoundName, clientId: string, client: RC): void;
+  /** Per-destination request state before each attempt (HTTP: `prx-dst-client`, residual, XFCC, Host from `meta`). */
+  prepareAttempt(req: Req, name: BoundName, clientId: string, client: RC, meta: Readonly<Record<string, unknown>>): void;
 }
 
 /** The sizes and idle TTL of a router's binding caches (`bindingCache`). */
@@ -100,7 +100,7 @@ export class RoutingCore<Req, Ex extends Exchange, TransportOpts, Classifier, RC
       protocol: adapter.protocol,
       client: (name) => this.clients.acquire(name.idStr, name, undefined),
       attemptTimeoutMs: (id) => this.clientParams(id).attemptTimeoutMs,
-      prepareAttempt: (req, name, id) => adapter.prepareAttempt(req, name, id, this.clientParams(id)),
+      prepareAttempt: (req, name, id, meta) => adapter.prepareAttempt(req, name, id, this.clientParams(id), meta),
     };
   }
 

@@ -9,6 +9,7 @@ import {
   UpstreamFailureError,
 } from '../../protocol/http/headers/proxy-errors.js';
 import { forwardResponse } from '../../protocol/http/forward-response.js';
+import { restoreHostInResponse } from '../../protocol/http/headers/host-rewrite.js';
 import { spliceTunnel } from '../../protocol/http/h1/tunnel.js';
 import { requestDtabFailure } from '../core/binding.js';
 import type { HttpServed, RequestScope } from './types.js';
@@ -57,6 +58,7 @@ export function writeUpstreamHead(ctx: RequestScope, served: HttpServed, success
   const server = ctx.server;
   ctx.status = ex.status;
   ctx.succeedOnFinish(success);
+  restoreHostInResponse(ctx.out, ex.headers);
   const streaming = forwardResponse(ctx.res, ex, ctx.req.headers, ctx.out.method, server.router.via.entry(ctx.req.httpVersion), server.forwarding, ctx);
   // Nothing streams (clearContext dropped an error body): the head was the whole response.
   if (!streaming) ctx.finish(ex.status, success);

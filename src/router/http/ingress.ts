@@ -56,6 +56,7 @@ export class RequestContext implements ResponseOwner, RequestScope {
       upgrade: null,
       clientCert: undefined,
       chunked: req.chunked,
+      hostBeforeRewrite: undefined,
     };
     res.owner = this;
   }

@@ -1,4 +1,5 @@
 import { writeDestinationHeaders } from '../../protocol/http/headers/client-cert.js';
+import { rewriteHostForAttempt } from '../../protocol/http/headers/host-rewrite.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ResponseClassifier } from '../../protocol/http/classifiers.js';
 import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.js';
@@ -70,13 +71,14 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
 /** The HTTP/1.1 client protocol, as the core sees it (stateless: one for every router). */
 const HTTP_CLIENT_PROTOCOL: ClientProtocol<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier> = new HttpClientProtocol();
 
-/** HTTP/1.1's part of the routing core: its protocol object, its policies, and the `prx-dst-*` headers of each attempt. */
+/** HTTP/1.1's part of the routing core: its protocol object, its policies, and the `prx-dst-*` headers and Host of each attempt. */
 function httpRoutingAdapter(params: HttpParams): RoutingAdapter<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier, ResolvedClient> {
   return {
     protocol: HTTP_CLIENT_PROTOCOL,
     params,
-    prepareAttempt(out, name, id, client) {
+    prepareAttempt(out, name, id, client, meta) {
       writeDestinationHeaders(out.headers, id, name.residual.isEmpty ? undefined : name.residual.show, out.clientCert, client.forwardClientCert);
+      rewriteHostForAttempt(out, meta);
     },
   };
 }

@@ -1,11 +1,13 @@
-// A protocol-faithful fake of Consul's KV HTTP API (no Consul server can be installed here):
-// a global raft-like index, per-key CreateIndex/ModifyIndex, blocking queries (`index`, `wait`)
+// A protocol-faithful fake of Consul's HTTP API (no Consul server can be installed here): the KV
+// store and, through FakeConsulCatalog, the catalog, health and agent endpoints the namer reads.
+// A global raft-like index, per-key CreateIndex/ModifyIndex, blocking queries (`index`, `wait`)
 // answered with X-Consul-Index, check-and-set writes, 404s that still carry an index, tombstones
 // for deletes, `dc`, `stale`/`consistent`, and ACL tokens. Test hooks simulate outages, an index
 // going backwards and a missing index header.
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { FakeConsulCatalog } from './fake-consul-catalog.js';
 
 interface Kv {
   value: Buffer;
@@ -37,6 +39,8 @@ export class FakeConsul {
   readonly #tombstones = new Map<string, number>();
   readonly #waiters = new Set<() => void>();
   readonly #opts: FakeConsulOptions;
+  /** Services, instances and checks (`/v1/catalog/*`, `/v1/health/*`, `/v1/agent/self`). */
+  readonly catalog: FakeConsulCatalog;
   #server: Server | undefined;
   #port = 0;
   /** The last write's index; Consul's start at 1 and never go back to 0. */
@@ -47,6 +51,7 @@ export class FakeConsul {
 
   constructor(opts: FakeConsulOptions = {}) {
     this.#opts = opts;
+    this.catalog = new FakeConsulCatalog(opts.datacenter ?? 'dc1', () => ++this.#index, () => this.#wake());
   }
 
   get port(): number {
@@ -55,6 +60,11 @@ export class FakeConsul {
 
   get index(): number {
     return this.#index;
+  }
+
+  /** Blocking queries held open right now (a released watch leaves none behind). */
+  get blockedQueries(): number {
+    return this.#waiters.size;
   }
 
   async start(port = 0): Promise<this> {
@@ -92,6 +102,7 @@ export class FakeConsul {
   wipe(): void {
     this.#kv.clear();
     this.#tombstones.clear();
+    this.catalog.wipe();
     this.#index = 1;
     this.#wake();
   }
@@ -161,6 +172,13 @@ export class FakeConsul {
     if (this.#opts.token !== undefined && token !== this.#opts.token) return this.#send(res, 403, 'Permission denied', undefined, 'text/plain');
     const dc = url.searchParams.get('dc');
     if (dc !== null && dc !== (this.#opts.datacenter ?? 'dc1')) return this.#send(res, 500, 'No path to datacenter', undefined, 'text/plain');
+    if (method === 'GET' && this.catalog.serves(url.pathname)) {
+      const current = (): number => this.catalog.indexOf(url.pathname, this.#index);
+      return this.#block(url.searchParams, res, current, () => {
+        const answer = this.catalog.answer(url.pathname, url.searchParams);
+        this.#send(res, answer.status, answer.body, answer.status === 200 ? current() : undefined, answer.status === 200 ? 'application/json' : 'text/plain');
+      });
+    }
     if (!url.pathname.startsWith('/v1/kv/')) return this.#send(res, 404, '', undefined, 'text/plain');
     const key = decodeURIComponent(url.pathname.slice('/v1/kv/'.length));
     const q = url.searchParams;
@@ -195,8 +213,6 @@ export class FakeConsul {
 
   #get(key: string, q: URLSearchParams, res: ServerResponse): void {
     const prefix = q.has('recurse') || q.has('keys');
-    const minIndex = Number(q.get('index') ?? 0);
-    const waitMs = Math.min(parseWait(q.get('wait')) ?? 300_000, MAX_WAIT_MS);
     const answer = (): void => {
       const { entries, index } = this.#read(key, prefix);
       if (entries.length === 0) return this.#send(res, 404, '', index, 'text/plain');
@@ -221,8 +237,14 @@ export class FakeConsul {
       }));
       this.#send(res, 200, JSON.stringify(out), index);
     };
-    // A blocking query: answer at once if the data moved past `index`, else when it does or the wait ends.
-    if (minIndex <= 0 || this.#read(key, prefix).index > minIndex) return answer();
+    this.#block(q, res, () => this.#read(key, prefix).index, answer);
+  }
+
+  /** A blocking query: answer at once if the data moved past `index`, else when it does or the wait ends. */
+  #block(q: URLSearchParams, res: ServerResponse, current: () => number, answer: () => void): void {
+    const minIndex = Number(q.get('index') ?? 0);
+    const waitMs = Math.min(parseWait(q.get('wait')) ?? 300_000, MAX_WAIT_MS);
+    if (minIndex <= 0 || current() > minIndex) return answer();
     const done = (): void => {
       clearTimeout(timer);
       this.#waiters.delete(check);
@@ -230,8 +252,7 @@ export class FakeConsul {
     };
     const check = (): void => {
       if (res.destroyed || this.#server === undefined) return done();
-      const idx = this.#read(key, prefix).index;
-      if (idx !== minIndex) {
+      if (current() !== minIndex) {
         done();
         answer();
       }

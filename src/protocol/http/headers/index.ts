@@ -9,6 +9,7 @@ export * from './proxy-errors.js';
 export * from './error-response.js';
 export * from './context.js';
 export * from './markers.js';
+export * from './host-rewrite.js';
 export * from './trace-propagator.js';
 export * from './via.js';
 export * from './forwarded.js';

@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { type ConnectionOptions, checkServerIdentity } from 'node:tls';
+import { createRequire } from 'node:module';
+import type * as Tls from 'node:tls';
 import { z } from 'zod';
-import { addIssue, filePath, nonEmptyString } from '../../config/index.js';
+import { filePath, nonEmptyString } from './schema.js';
+import { addIssue } from './issues.js';
 
 /**
- * The namer TLS object of the key-value stores (`io.prx.kvstore`, `io.prx.kvstore2`): the server
+ * The namer TLS object of the key-value stores (the `io.prx.kvstore` and `io.prx.kvstore2` dtab
+ * storage, the `io.prx.kvstore` namer): the server
  * certificate must be valid for `commonName` (unless `disableValidation`, which skips the
  * host-name check only), be signed by `trustCertsBundle`/`trustCerts` (else the system roots), and
  * `clientAuth` presents a client certificate (PKCS#8 key).
@@ -50,8 +53,17 @@ export function loadTlsMaterial(cfg: NamerTlsConfig): TlsMaterial {
   };
 }
 
-/** Node `tls.connect` options for {@link TlsMaterial} (used by the HTTP-based stores). */
-export function nodeTlsOptions(m: TlsMaterial): ConnectionOptions {
+// node:tls (and node:crypto with it) is loaded when a TLS connection is configured, not by every
+// process that loads the config layer: a proxy serving plain HTTP never pays for it.
+let tlsModule: typeof Tls | undefined;
+function nodeTls(): typeof Tls {
+  tlsModule ??= createRequire(import.meta.url)('node:tls') as typeof Tls;
+  return tlsModule;
+}
+
+/** Node `tls.connect` options for {@link TlsMaterial} (the HTTP-based stores and namers). */
+export function nodeTlsOptions(m: TlsMaterial): Tls.ConnectionOptions {
+  const { checkServerIdentity } = nodeTls();
   const cn = m.commonName;
   return {
     ...(m.ca === undefined ? {} : { ca: m.ca }),
