@@ -292,9 +292,8 @@ export class ProxyProcess {
   }
 
   /**
-   * `/<router>/interpreter_state/…` for interpreters with state: the resolver interpreter's at
-   * `io.prx.resolver/<namespace>.json` and the mesh interpreter's at `io.prx.mesh/<root>.json`
-   * (Linkerd's path shapes), any other's at `<kind>.json`.
+   * `/<router>/interpreter_state/…` for interpreters with state: the resolver links' at
+   * `io.prx.resolver/<namespace>.json` and `io.prx.mesh/<root>.json` (Linkerd's), others' at `<kind>.json`.
    */
   #addInterpreterState(router: RunningRouter, kind: string): void {
     const state = (): unknown => interpreterState(router.interpreter);
@@ -304,7 +303,6 @@ export class ProxyProcess {
     if ((kind === 'io.prx.resolver' || kind === 'io.prx.resolver.http') && typeof initial.namespace === 'string') {
       path = `/${router.label}/interpreter_state/io.prx.resolver/${initial.namespace}.json`;
     } else if (kind === 'io.prx.mesh' && typeof initial.root === 'string') {
-      // Linkerd's shape: the root path appended, `/default` → `io.prx.mesh/default.json`.
       path = `/${router.label}/interpreter_state/io.prx.mesh${initial.root}.json`;
     }
     this.admin.add({

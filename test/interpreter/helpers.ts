@@ -1,6 +1,7 @@
+import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  Activity, type Addr, BoundName, type Closable, MutableVar, type NameTree, type Namer, Neg, type Path, type State, type Var,
+  Activity, type Addr, BoundName, type Closable, Dtab, MutableVar, type NameTree, type Namer, Neg, type Path, type State, type Var,
   addrBound, address, leaf, readPath, showTree,
 } from '../../src/naming/index.js';
 
@@ -102,3 +103,47 @@ export class MapNamer implements Namer {
   }
 }
 
+/** What the silent-cut test needs of a resolver link and the resolver behind it. */
+export interface SilentCut {
+  readonly namer: { bind(name: string, addr: Addr): unknown };
+  readonly putDtab: (text: string) => Promise<void>;
+  readonly relay: { blackhole(): void; connections(): number };
+  readonly interp: { bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> };
+  /** The first bind watch's status (links name its key differently). */
+  readonly bindStatus: () => { readonly lastError: unknown; readonly state: string; readonly reconnects: number } | undefined;
+  readonly minPeriodMs: number;
+  readonly closeTimeoutMs: number;
+}
+
+/**
+ * The liveness test every resolver link passes: bound through a relay, the relay goes silent
+ * without closing, the dtab changes meanwhile; the link must notice within closeTimeoutMs + one
+ * period (plus a period of scheduling slack on a shared machine), keep its last good tree while
+ * down, reconnect, and deliver the change made during the cut.
+ */
+export async function assertSilentCutRecovers(c: SilentCut): Promise<void> {
+  c.namer.bind('blue', addrBound([address('127.0.0.1', 1001)]));
+  c.namer.bind('green', addrBound([address('127.0.0.1', 1002)]));
+  const seen: string[] = [];
+  const sub = c.interp.bind(Dtab.empty, readPath('/svc/app')).observe((s) => seen.push(showBound(s)));
+  try {
+    await c.putDtab('/svc => /#/test;/svc/app => /#/test/blue');
+    await eventually(() => seen.at(-1) === '/#/test/blue', 4000, 'bound to blue');
+    // Binds and addresses share one connection.
+    assert.equal(c.relay.connections(), 1);
+
+    c.relay.blackhole();
+    const cutAt = Date.now();
+    await c.putDtab('/svc => /#/test;/svc/app => /#/test/green');
+    await eventually(() => (c.bindStatus()?.lastError ?? null) !== null, 5000, 'the silent link noticed');
+    const detectedMs = Date.now() - cutAt;
+    assert.ok(detectedMs <= c.closeTimeoutMs + 2 * c.minPeriodMs + 500, `detected after ${detectedMs} ms`);
+    assert.equal(seen.at(-1), '/#/test/blue', 'the last good tree stays while the link is down');
+    await eventually(() => seen.at(-1) === '/#/test/green', 5000, 'the update made during the cut arrives');
+    assert.ok(c.relay.connections() >= 2, 'a new connection was made');
+    assert.equal(c.bindStatus()?.state, 'streaming');
+    assert.ok((c.bindStatus()?.reconnects ?? 0) >= 1);
+  } finally {
+    sub.close();
+  }
+}
