@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   Activity, type Addr, BoundName, type Closable, Dtab, MutableVar, type NameTree, type Namer, Neg, type Path, type State, type Var,
-  addrBound, address, leaf, readPath, showTree,
+  addrBound, address, leaf, readDtab, readPath, showTree,
 } from '../../src/naming/index.js';
 
 /** The first value `observe` delivers that satisfies `f` (rejects after `ms`). */
@@ -146,4 +146,44 @@ export async function assertSilentCutRecovers(c: SilentCut): Promise<void> {
   } finally {
     sub.close();
   }
+}
+
+/** What the binding check needs of a resolver link and the resolver behind it. */
+export interface LinkBinding {
+  readonly namer: { bind(name: string, addr: Addr): { update(a: Addr): void } };
+  readonly putDtab: (text: string) => Promise<void>;
+  readonly interp: { bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> };
+}
+
+/**
+ * The binding every resolver link must do: a name bound through the resolver (residual kept),
+ * its addresses and their weights live, a dtab change, and a request dtab applied. Returns with
+ * the binding and its address watch still observed (close them to release the watches).
+ */
+export async function assertBindsThroughResolver(c: LinkBinding): Promise<Closable> {
+  const web = c.namer.bind('web', addrBound([address('127.0.0.1', 8080)]));
+  c.namer.bind('api', addrBound([address('127.0.0.1', 9090)]));
+  const act = c.interp.bind(Dtab.empty, readPath('/svc/web/rest'));
+  const seen: string[] = [];
+  const sub = act.observe((s) => seen.push(showBound(s)));
+  await eventually(() => seen.at(-1) === '/#/test/web /rest', 4000, 'bound');
+  const addrs: string[] = [];
+  const addrSub = onlyLeaf(act.states.sample()).addr.observe((a) => addrs.push(showAddr(a)));
+  await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1', 4000, 'addresses');
+  web.update(addrBound([address('127.0.0.1', 8080), address('127.0.0.1', 8081, 3)]));
+  await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1 127.0.0.1:8081*3', 4000, 'namer change with weight');
+
+  await c.putDtab('/svc => /#/test;/svc/web => /#/test/api');
+  await eventually(() => seen.at(-1) === '/#/test/api /rest', 4000, 'dtab change');
+
+  const localSeen: string[] = [];
+  const localSub = c.interp.bind(readDtab('/svc/web => /#/test/web'), readPath('/svc/web')).observe((s) => localSeen.push(showBound(s)));
+  await eventually(() => localSeen.at(-1) === '/#/test/web', 4000, 'request dtab');
+  localSub.close();
+  return {
+    close: () => {
+      addrSub.close();
+      sub.close();
+    },
+  };
 }

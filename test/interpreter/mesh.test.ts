@@ -7,7 +7,7 @@ import { validate, kindSlot, ConfigError } from '../../src/config/index.js';
 import { Dtab, SystemNamer, address, addrBound, readDtab, readPath } from '../../src/naming/index.js';
 import { constant } from '../../src/service/policy/index.js';
 import { MeshInterpreter, type MeshInterpreterConfig, meshInterpreterSchema } from '../../src/interpreter/index.js';
-import { assertSilentCutRecovers, eventually, onlyLeaf, showAddr, showBound } from './helpers.js';
+import { assertBindsThroughResolver, assertSilentCutRecovers, eventually, showBound } from './helpers.js';
 import { startMesh } from '../resolver/mesh-helpers.js';
 import { makeCerts } from '../router/harness.js';
 import { silentRelay as relay } from '../helpers/tcp-proxy.js';
@@ -43,34 +43,13 @@ test('binds and resolves through the mesh interface; dtab and namer changes stre
   const fx = await startMesh({ default: '/svc => /#/test' });
   const interp = interpreter(Number(fx.address.split(':')[1]));
   try {
-    const web = fx.namer.bind('web', addrBound([address('127.0.0.1', 8080)]));
-    fx.namer.bind('api', addrBound([address('127.0.0.1', 9090)]));
-    const act = interp.bind(Dtab.empty, readPath('/svc/web/rest'));
-    const seen: string[] = [];
-    const sub = act.observe((s) => seen.push(showBound(s)));
-    await eventually(() => seen.at(-1) === '/#/test/web /rest', 4000, 'bound');
-    const addrs: string[] = [];
-    const addrSub = onlyLeaf(act.states.sample()).addr.observe((a) => addrs.push(showAddr(a)));
-    await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1', 4000, 'addresses');
-    web.update(addrBound([address('127.0.0.1', 8080), address('127.0.0.1', 8081, 3)]));
-    await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1 127.0.0.1:8081*3', 4000, 'namer change with weight');
-
-    await fx.store.put('default', readDtab('/svc => /#/test;/svc/web => /#/test/api'));
-    await eventually(() => seen.at(-1) === '/#/test/api /rest', 4000, 'dtab change');
-
-    const local = interp.bind(readDtab('/svc/web => /#/test/web'), readPath('/svc/web'));
-    const localSeen: string[] = [];
-    const localSub = local.observe((s) => localSeen.push(showBound(s)));
-    await eventually(() => localSeen.at(-1) === '/#/test/web', 4000, 'request dtab');
-    localSub.close();
-
+    const watches = await assertBindsThroughResolver({ namer: fx.namer, putDtab: (text) => fx.store.put('default', readDtab(text)), interp });
     const state = interp.state();
     assert.equal(state.root, '/default');
     assert.equal(state.binds[0]?.stream.state, 'streaming');
     assert.equal(state.binds[0]?.tree, '/#/test/api+/rest');
     assert.ok(state.addrs.some((a) => a.id === '/#/test/web'));
-    addrSub.close();
-    sub.close();
+    watches.close();
     await eventually(() => interp.state().binds.length === 0 && interp.state().addrs.length === 0, 4000, 'watches closed');
     await eventually(() => fx.iface.server.watchCount === 0, 4000, 'server released the streams');
   } finally {

@@ -8,7 +8,7 @@ import { Dtab, SystemNamer, address, addrBound, readDtab, readPath } from '../..
 import { constant } from '../../src/service/policy/index.js';
 import { ResolverThriftInterpreter, type ResolverThriftConfig, resolverThriftInterpreterSchema } from '../../src/interpreter/index.js';
 import { PingWindow } from '../../src/service/ping-window.js';
-import { assertSilentCutRecovers, eventually, onlyLeaf, showAddr, showBound } from './helpers.js';
+import { assertBindsThroughResolver, assertSilentCutRecovers, eventually, showBound } from './helpers.js';
 import { startThriftNamer } from '../resolver/thrift-namer-helpers.js';
 import { silentRelay } from '../helpers/tcp-proxy.js';
 import { makeCerts } from '../router/harness.js';
@@ -43,27 +43,7 @@ test('binds and resolves through the thrift interface; dtab and namer changes ar
   const fx = await startThriftNamer({ default: '/svc => /#/test' });
   const interp = interpreter(fx.port);
   try {
-    const web = fx.namer.bind('web', addrBound([address('127.0.0.1', 8080)]));
-    fx.namer.bind('api', addrBound([address('127.0.0.1', 9090)]));
-    const act = interp.bind(Dtab.empty, readPath('/svc/web/rest'));
-    const seen: string[] = [];
-    const sub = act.observe((s) => seen.push(showBound(s)));
-    await eventually(() => seen.at(-1) === '/#/test/web /rest', 4000, 'bound');
-    const addrs: string[] = [];
-    const addrSub = onlyLeaf(act.states.sample()).addr.observe((a) => addrs.push(showAddr(a)));
-    await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1', 4000, 'addresses');
-    web.update(addrBound([address('127.0.0.1', 8080), address('127.0.0.1', 8081, 3)]));
-    await eventually(() => addrs.at(-1) === '127.0.0.1:8080*1 127.0.0.1:8081*3', 4000, 'namer change with weight');
-
-    await fx.store.put('default', readDtab('/svc => /#/test;/svc/web => /#/test/api'));
-    await eventually(() => seen.at(-1) === '/#/test/api /rest', 4000, 'dtab change');
-
-    const local = interp.bind(readDtab('/svc/web => /#/test/web'), readPath('/svc/web'));
-    const localSeen: string[] = [];
-    const localSub = local.observe((s) => localSeen.push(showBound(s)));
-    await eventually(() => localSeen.at(-1) === '/#/test/web', 4000, 'request dtab');
-    localSub.close();
-
+    const watches = await assertBindsThroughResolver({ namer: fx.namer, putDtab: (text) => fx.store.put('default', readDtab(text)), interp });
     const state = interp.state();
     assert.equal(state.kind, 'io.prx.resolver');
     assert.equal(state.namespace, 'default');
@@ -72,8 +52,7 @@ test('binds and resolves through the thrift interface; dtab and namer changes ar
     assert.match(state.binds[0]?.poll.stamp ?? '', /^[0-9a-f]{16}$/);
     assert.equal(state.binds[0]?.poll.link?.resolver, `127.0.0.1:${fx.port}`);
     assert.ok(state.addrs.some((a) => a.id === '/#/test/web'));
-    addrSub.close();
-    sub.close();
+    watches.close();
     // Released watches withdraw their polls (Tdiscarded): nothing waits on the resolver.
     await eventually(() => interp.state().binds.length === 0 && interp.state().addrs.length === 0, 4000, 'watches closed');
     await eventually(() => gauge(fx, 'bindingcache', 'active') === 0 && gauge(fx, 'addrcache', 'active') === 0, 4000, 'the resolver released the polls');
