@@ -1,5 +1,6 @@
 import type * as Zk from 'node-zookeeper-client';
-import { type ZkCallback, ZkTimeoutError, closeZkClient as closeClient, zkAddrsSchema, zkCall, zkCodeOf as codeOf, zkConnectString } from './zk-call.js';
+import { type ZkCallback, ZkTimeoutError, zkAddrsSchema, zkCall, zkCodeOf as codeOf, zkConnectString } from './zk-call.js';
+import { type ZkModule, ZkSession } from './zk-session.js';
 import { z } from 'zod';
 import { pathText, positiveInt } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
@@ -62,7 +63,6 @@ export interface ServersetsAnnouncerOptions {
   readonly retryBackoff?: Backoff;
 }
 
-type ZkModule = typeof Zk;
 
 /** One announcement's state. Plain data: the announcer drives it. */
 interface Member {
@@ -97,15 +97,7 @@ export class ServersetsAnnouncer implements Announcer {
   readonly #backoff: Backoff;
   readonly #failures: Counter;
   readonly #members = new Set<Member>();
-  #zk: ZkModule | undefined;
-  #started = false;
-  #client: Zk.Client | undefined;
-  /** Bumped for every new session; answers for an older one are ignored. */
-  #gen = 0;
-  #connected = false;
-  #watchdog: NodeJS.Timeout | undefined;
-  #sessionRetry: NodeJS.Timeout | undefined;
-  #sessionBackoff: BackoffStream | undefined;
+  readonly #session: ZkSession;
   #connectedWaiters: ((connected: boolean) => void)[] = [];
   #closed = false;
 
@@ -114,13 +106,31 @@ export class ServersetsAnnouncer implements Announcer {
     this.#log = ctx.log;
     this.#connect = zkConnectString(cfg.zkAddrs);
     this.#backoff = opts.retryBackoff ?? jittered(100, 30_000);
+    // Proxies without announcements never load the ZooKeeper client: the session starts with the first.
+    this.#session = new ZkSession({
+      connect: this.#connect,
+      sessionTimeoutMs: cfg.sessionTimeoutMs,
+      backoff: this.#backoff,
+      log: ctx.log,
+      whileDisconnected: 'members stay while the session lives',
+      inNewSession: 'announcing again in a new session',
+      loadFailed: 'cannot load the ZooKeeper client; nothing will be announced',
+      // Members of the old session vanish with it (expired, or closed).
+      began: () => {
+        for (const m of this.#members) m.node = undefined;
+      },
+      connected: () => {
+        for (const w of this.#connectedWaiters.splice(0)) w(true);
+        for (const m of this.#members) this.#sync(m);
+      },
+    });
     this.#failures = ctx.stats.counter('failures');
     ctx.stats.gauge(['announced'], () => {
       let n = 0;
       for (const m of this.#members) if (m.node !== undefined) n++;
       return n;
     });
-    ctx.stats.gauge(['connected'], () => (this.#connected ? 1 : 0));
+    ctx.stats.gauge(['connected'], () => (this.#session.connected ? 1 : 0));
   }
 
   announce(address: AnnouncedAddress, name: Path, residual: Path): Announcement {
@@ -146,7 +156,7 @@ export class ServersetsAnnouncer implements Announcer {
       m.withdrawn = Promise.resolve();
     } else {
       this.#members.add(m);
-      this.#start();
+      this.#session.start();
       this.#sync(m);
     }
     return {
@@ -163,97 +173,21 @@ export class ServersetsAnnouncer implements Announcer {
     this.#closed = true;
     for (const w of this.#connectedWaiters.splice(0)) w(false);
     await Promise.all([...this.#members].map((m) => this.#withdraw(m)));
-    this.#gen++;
-    this.#connected = false;
-    clearTimeout(this.#watchdog);
-    clearTimeout(this.#sessionRetry);
-    const client = this.#client;
-    this.#client = undefined;
-    if (client !== undefined) await closeClient(client);
-  }
-
-  /** Loads the client library (on first use: proxies without announcements never pay for it) and connects. */
-  #start(): void {
-    if (this.#started) return;
-    this.#started = true;
-    void import('node-zookeeper-client').then(
-      (zk) => {
-        this.#zk = zk;
-        this.#newSession();
-      },
-      (e: unknown) => this.#log.error({ err: errorMessage(e) }, `cannot load the ZooKeeper client; nothing will be announced: ${errorMessage(e)}`),
-    );
-  }
-
-  /** A new session: the first one, or after expiry or a watchdog timeout. */
-  #newSession(): void {
-    const zk = this.#zk;
-    if (this.#closed || zk === undefined) return;
-    const gen = ++this.#gen;
-    this.#connected = false;
-    // Members of the old session vanish with it (expired, or closed below).
-    for (const m of this.#members) m.node = undefined;
-    const old = this.#client;
-    const client = zk.createClient(this.#connect, { sessionTimeout: this.#cfg.sessionTimeoutMs, spinDelay: 200, retries: 0 });
-    this.#client = client;
-    if (old !== undefined) void closeClient(old);
-    this.#armWatchdog(gen);
-    client.on('state', (state: Zk.State) => {
-      if (gen !== this.#gen) return;
-      if (state === zk.State.SYNC_CONNECTED) {
-        clearTimeout(this.#watchdog);
-        this.#connected = true;
-        this.#sessionBackoff = undefined;
-        this.#log.debug({ zk: this.#connect }, 'connected to ZooKeeper');
-        for (const w of this.#connectedWaiters.splice(0)) w(true);
-        for (const m of this.#members) this.#sync(m);
-      } else if (state === zk.State.DISCONNECTED) {
-        this.#connected = false;
-        this.#log.warn({ zk: this.#connect }, 'disconnected from ZooKeeper; members stay while the session lives');
-        this.#armWatchdog(gen);
-      } else if (state === zk.State.EXPIRED || state === zk.State.AUTH_FAILED) {
-        this.#connected = false;
-        clearTimeout(this.#watchdog);
-        const why = state === zk.State.EXPIRED ? 'ZooKeeper session expired' : 'ZooKeeper authentication failed';
-        this.#log.warn({ zk: this.#connect }, `${why}; announcing again in a new session`);
-        this.#scheduleSession();
-      }
-    });
-    client.connect();
-  }
-
-  #scheduleSession(): void {
-    clearTimeout(this.#sessionRetry);
-    this.#sessionBackoff ??= this.#backoff.stream();
-    this.#sessionRetry = setTimeout(() => this.#newSession(), this.#sessionBackoff.nextMs()).unref();
-  }
-
-  /**
-   * Starts a new session when this one has not connected for a session timeout: by then the
-   * server has expired it anyway, and the client library may wait forever for a server that
-   * accepted the connection but never answers.
-   */
-  #armWatchdog(gen: number): void {
-    clearTimeout(this.#watchdog);
-    this.#watchdog = setTimeout(() => {
-      if (gen !== this.#gen || this.#closed) return;
-      this.#log.warn({ zk: this.#connect }, `no ZooKeeper connection for ${this.#cfg.sessionTimeoutMs} ms; starting a new session`);
-      this.#newSession();
-    }, this.#cfg.sessionTimeoutMs).unref();
+    await this.#session.close();
   }
 
   /** Creates the member of `m` in the current session, unless it exists or is being created. */
   #sync(m: Member): void {
-    const zk = this.#zk;
-    const client = this.#client;
-    if (m.withdrawn !== undefined || m.busy !== undefined || zk === undefined || client === undefined || !this.#connected) return;
-    if (m.node !== undefined && m.gen === this.#gen) return;
+    const zk = this.#session.zk;
+    const client = this.#session.client;
+    if (m.withdrawn !== undefined || m.busy !== undefined || zk === undefined || client === undefined || !this.#session.connected) return;
+    if (m.node !== undefined && m.gen === this.#session.gen) return;
     clearTimeout(m.retry);
-    const gen = this.#gen;
+    const gen = this.#session.gen;
     m.busy = this.#create(zk, client, gen, m).finally(() => {
       m.busy = undefined;
       // A new session began meanwhile (its connect skipped this busy member): go again in it.
-      if (gen !== this.#gen) this.#sync(m);
+      if (gen !== this.#session.gen) this.#sync(m);
     });
   }
 
@@ -267,7 +201,7 @@ export class ServersetsAnnouncer implements Announcer {
         node = await this.#request<string>((cb) => client.create(`${parent}/${MEMBER_PREFIX}`, m.data, open, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
       }
       m.unsure = false;
-      if (gen !== this.#gen) return; // that session is gone, and its member with it
+      if (gen !== this.#session.gen) return; // that session is gone, and its member with it
       m.node = node;
       m.gen = gen;
       m.error = undefined;
@@ -277,7 +211,7 @@ export class ServersetsAnnouncer implements Announcer {
         this.#watchMember(zk, client, gen, m, node);
       }
     } catch (e) {
-      if (gen !== this.#gen || m.withdrawn !== undefined) return;
+      if (gen !== this.#session.gen || m.withdrawn !== undefined) return;
       // After a lost connection or a timeout the create may still have happened.
       if (e instanceof ZkTimeoutError || codeOf(e) === zk.Exception.CONNECTION_LOSS) m.unsure = true;
       const err = new AnnounceFailedError(`cannot announce ${m.address} as ${m.name} at ${m.path}: ${errorMessage(e)}`, { cause: e });
@@ -317,7 +251,7 @@ export class ServersetsAnnouncer implements Announcer {
 
   /** A member deleted by someone else is announced again (as twitter-commons' Group rejoins). */
   #watchMember(zk: ZkModule, client: Zk.Client, gen: number, m: Member, node: string): void {
-    const stillOurs = (): boolean => gen === this.#gen && m.node === node && m.withdrawn === undefined;
+    const stillOurs = (): boolean => gen === this.#session.gen && m.node === node && m.withdrawn === undefined;
     const watcher = (event: Zk.Event): void => {
       if (!stillOurs()) return;
       if (event.getType() === zk.Event.NODE_DELETED) {
@@ -354,17 +288,17 @@ export class ServersetsAnnouncer implements Announcer {
         this.#log.warn({ ...fields, err: reason }, `cannot delete ${node}: ${reason}; it goes when the ZooKeeper session ends`);
       };
       for (;;) {
-        const client = this.#client;
-        if (node === undefined || client === undefined || gen !== this.#gen) break;
-        if (this.#connected) {
+        const client = this.#session.client;
+        if (node === undefined || client === undefined || gen !== this.#session.gen) break;
+        if (this.#session.connected) {
           try {
             await this.#request<void>((cb) => client.remove(node, -1, cb));
             m.node = undefined;
             this.#log.info(fields, `withdrew ${m.address} as ${m.name} (deleted ${node})`);
             return;
           } catch (e) {
-            if (codeOf(e) === this.#zk?.Exception.NO_NODE) break;
-            if (codeOf(e) !== this.#zk?.Exception.CONNECTION_LOSS && !(e instanceof ZkTimeoutError)) return giveUp(errorMessage(e));
+            if (codeOf(e) === this.#session.zk?.Exception.NO_NODE) break;
+            if (codeOf(e) !== this.#session.zk?.Exception.CONNECTION_LOSS && !(e instanceof ZkTimeoutError)) return giveUp(errorMessage(e));
             // The state change (and then the reconnect) follows a lost connection shortly.
             await new Promise((r) => setTimeout(r, 50).unref());
           }
@@ -379,7 +313,7 @@ export class ServersetsAnnouncer implements Announcer {
 
   /** Resolves true once connected, false after `ms` (or at once when closed). */
   #waitConnected(ms: number): Promise<boolean> {
-    if (this.#connected) return Promise.resolve(true);
+    if (this.#session.connected) return Promise.resolve(true);
     if (ms <= 0 || this.#closed) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {

@@ -1,11 +1,9 @@
 import type * as Zk from 'node-zookeeper-client';
-import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import { Pending, type State, Var, failed, ok } from '../naming/index.js';
-import type { Backoff, BackoffStream } from '../service/policy/index.js';
-import { closeZkClient, zkCodeOf } from './zk-call.js';
-
-type ZkModule = typeof Zk;
+import type { Backoff } from '../service/policy/index.js';
+import { zkCodeOf } from './zk-call.js';
+import { type ZkModule, ZkSession } from './zk-session.js';
 
 /** A watched read: its current path and how to read it again. */
 interface Watched {
@@ -24,28 +22,28 @@ interface Watched {
  */
 export class ZkWatcher {
   readonly #connect: string;
-  readonly #sessionTimeoutMs: number;
   readonly #log: Logger;
-  readonly #backoff: Backoff;
+  readonly #session: ZkSession;
   readonly #active = new Set<Watched>();
   readonly #children = new Map<string, Var<State<string[] | null>>>();
   readonly #data = new Map<string, Var<State<Buffer | null>>>();
   readonly #exists = new Map<string, Var<State<boolean>>>();
-  #zk: ZkModule | undefined;
-  #loading = false;
-  #client: Zk.Client | undefined;
-  #connected = false;
-  #gen = 0;
-  #watchdog: NodeJS.Timeout | undefined;
-  #sessionRetry: NodeJS.Timeout | undefined;
-  #sessionBackoff: BackoffStream | undefined;
-  #closed = false;
 
   constructor(connect: string, sessionTimeoutMs: number, log: Logger, backoff: Backoff) {
     this.#connect = connect;
-    this.#sessionTimeoutMs = sessionTimeoutMs;
     this.#log = log;
-    this.#backoff = backoff;
+    this.#session = new ZkSession({
+      connect,
+      sessionTimeoutMs,
+      backoff,
+      log,
+      whileDisconnected: 'serversets keep their last members',
+      inNewSession: 'reading again in a new session',
+      loadFailed: 'cannot load the ZooKeeper client',
+      connected: () => {
+        for (const w of [...this.#active]) w.refresh();
+      },
+    });
   }
 
   /** The children of `path`; null while it does not exist. */
@@ -87,14 +85,8 @@ export class ZkWatcher {
 
   /** Ends the session; views keep their last values. */
   close(): void {
-    this.#closed = true;
-    this.#gen++;
-    clearTimeout(this.#watchdog);
-    clearTimeout(this.#sessionRetry);
     this.#active.clear();
-    const client = this.#client;
-    this.#client = undefined;
-    if (client !== undefined) void closeZkClient(client);
+    void this.#session.close();
   }
 
   #view<T>(
@@ -127,12 +119,13 @@ export class ZkWatcher {
       const entry: Watched = {
         path,
         refresh: () => {
-          const client = this.#client;
-          const zk = this.#zk;
-          if (!this.#active.has(entry) || client === undefined || zk === undefined || !this.#connected) return;
+          const session = this.#session;
+          const client = session.client;
+          const zk = session.zk;
+          if (!this.#active.has(entry) || client === undefined || zk === undefined || !session.connected) return;
           const mine = ++seq;
-          const gen = this.#gen;
-          const live = (): boolean => mine === seq && gen === this.#gen && this.#active.has(entry);
+          const gen = session.gen;
+          const live = (): boolean => mine === seq && gen === session.gen && this.#active.has(entry);
           const fail = (err: Error | Zk.Exception): void => {
             if (!live()) return;
             const e = asError(err);
@@ -155,7 +148,7 @@ export class ZkWatcher {
         },
       };
       this.#active.add(entry);
-      this.#start();
+      this.#session.start();
       entry.refresh();
       return {
         close: () => {
@@ -169,66 +162,6 @@ export class ZkWatcher {
     return v;
   }
 
-  /** Loads the client library on first use and opens the session. */
-  #start(): void {
-    if (this.#loading || this.#closed) return;
-    this.#loading = true;
-    void import('node-zookeeper-client').then(
-      (zk) => {
-        this.#zk = zk;
-        this.#newSession();
-      },
-      (e: unknown) => this.#log.error({ err: errorMessage(e) }, `cannot load the ZooKeeper client: ${errorMessage(e)}`),
-    );
-  }
-
-  #newSession(): void {
-    const zk = this.#zk;
-    if (this.#closed || zk === undefined) return;
-    const gen = ++this.#gen;
-    this.#connected = false;
-    const old = this.#client;
-    const client = zk.createClient(this.#connect, { sessionTimeout: this.#sessionTimeoutMs, spinDelay: 200, retries: 0 });
-    this.#client = client;
-    if (old !== undefined) void closeZkClient(old);
-    this.#armWatchdog(gen);
-    client.on('state', (state: Zk.State) => {
-      if (gen !== this.#gen) return;
-      if (state === zk.State.SYNC_CONNECTED) {
-        clearTimeout(this.#watchdog);
-        this.#connected = true;
-        this.#sessionBackoff = undefined;
-        this.#log.debug({ zk: this.#connect }, 'connected to ZooKeeper');
-        for (const w of [...this.#active]) w.refresh();
-      } else if (state === zk.State.DISCONNECTED) {
-        this.#connected = false;
-        this.#log.warn({ zk: this.#connect }, 'disconnected from ZooKeeper; serversets keep their last members');
-        this.#armWatchdog(gen);
-      } else if (state === zk.State.EXPIRED || state === zk.State.AUTH_FAILED) {
-        this.#connected = false;
-        clearTimeout(this.#watchdog);
-        this.#log.warn({ zk: this.#connect }, `ZooKeeper session ${state === zk.State.EXPIRED ? 'expired' : 'authentication failed'}; reading again in a new session`);
-        this.#scheduleSession();
-      }
-    });
-    client.connect();
-  }
-
-  #scheduleSession(): void {
-    clearTimeout(this.#sessionRetry);
-    this.#sessionBackoff ??= this.#backoff.stream();
-    this.#sessionRetry = setTimeout(() => this.#newSession(), this.#sessionBackoff.nextMs()).unref();
-  }
-
-  /** A session that has not connected for a session timeout is expired by the server anyway: start a new one. */
-  #armWatchdog(gen: number): void {
-    clearTimeout(this.#watchdog);
-    this.#watchdog = setTimeout(() => {
-      if (gen !== this.#gen || this.#closed) return;
-      this.#log.warn({ zk: this.#connect }, `no ZooKeeper connection for ${this.#sessionTimeoutMs} ms; starting a new session`);
-      this.#newSession();
-    }, this.#sessionTimeoutMs).unref();
-  }
 }
 
 function asError(err: Error | Zk.Exception): Error {
