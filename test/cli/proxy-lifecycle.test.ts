@@ -9,25 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { freePort, startSlowBackend } from '../helpers/local-servers.js';
 import { spawnCli, type SpawnedCli } from '../helpers/run-cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'prx-life-'));
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 
-// The backend: `/slow?ms=N` answers `slow done` after N ms, anything else `backend ok` at once.
-const backend = http.createServer((req, res) => {
-  const url = new URL(req.url ?? '/', 'http://backend.invalid');
-  if (url.pathname !== '/slow') return void res.end('backend ok');
-  const timer = setTimeout(() => res.end('slow done'), Number(url.searchParams.get('ms') ?? '0'));
-  res.on('close', () => clearTimeout(timer));
-});
+let backend: { readonly port: number; close(): void };
 let backendPort = 0;
 before(async () => {
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  backendPort = (backend.address() as AddressInfo).port;
+  backend = await startSlowBackend();
+  backendPort = backend.port;
 });
 after(() => {
-  backend.closeAllConnections();
   backend.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -38,14 +32,6 @@ function proxyConfig(adminPort: number, routerPort: number, admin: Record<string
     admin: { port: adminPort, ...admin },
     routers: [{ protocol: 'http', label, dtab: `/svc=>/$/inet/127.0.0.1/${backendPort}`, servers: [{ port: routerPort }] }],
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 /** Resolves whether a TCP connection to 127.0.0.1:port is accepted. */

@@ -11,37 +11,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
+import { freePort, startSlowBackend } from '../helpers/local-servers.js';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(REPO, 'bin', 'prx');
 const dir = mkdtempSync(join(tmpdir(), 'prx-workers-'));
 
-// `/slow?ms=N` answers after N ms; anything else at once.
-const backend = http.createServer((req, res) => {
-  const url = new URL(req.url ?? '/', 'http://backend.invalid');
-  if (url.pathname !== '/slow') return void res.end('backend ok');
-  const timer = setTimeout(() => res.end('slow done'), Number(url.searchParams.get('ms') ?? '0'));
-  res.on('close', () => clearTimeout(timer));
-});
+let backend: { readonly port: number; close(): void };
 let backendPort = 0;
 before(async () => {
   assert.ok(existsSync(join(REPO, 'dist', 'bundle', 'prx.js')), 'these tests run bin/prx as built: run `npm run build` first');
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  backendPort = (backend.address() as AddressInfo).port;
+  backend = await startSlowBackend();
+  backendPort = backend.port;
 });
 after(() => {
-  backend.closeAllConnections();
   backend.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -1,7 +1,6 @@
 // Shared pieces of the resolver tests: a namer driven by the test, a controller over the real
 // in-memory store on 127.0.0.1:0, and a client for watch streams.
 import * as http from 'node:http';
-import * as net from 'node:net';
 import {
   Activity, type Addr, BoundName, MutableVar, Neg, Path, Pending, type Name, type NameTree, type Namer, type State,
   Var, leaf, ok, readDtab,
@@ -245,13 +244,6 @@ export async function eventually(condition: () => boolean, timeoutMs = 3000, wha
   }
 }
 
-/** A port nothing listens on right now (listen on 0, then let go). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+export { freePort } from '../helpers/local-servers.js';
 
 export { readDtab };
