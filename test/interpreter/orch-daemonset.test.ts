@@ -15,6 +15,7 @@ import { ENDPOINTS, type EndpointsObject, OrchApiClient } from '../../src/protoc
 import { constant } from '../../src/service/policy/index.js';
 import '../../src/cli/builtins.js';
 import { FakeOrchApi, inClusterEnvironment } from '../helpers/fake-orch-api.js';
+import { quietLogs } from '../admin/helpers.js';
 import { makeCerts } from '../router/harness.js';
 import { MapNamer, PREFIX, eventually, onlyLeaf, showAddr, until, untilAddr, untilShown } from './helpers.js';
 
@@ -129,10 +130,11 @@ test('hostNetwork: each address goes to the daemon pod on its node (nodeName met
 test('pending until the Endpoints are first read; a failing API fails the addresses with the reason, then recovers', async () => {
   api.put(ENDPOINTS, daemonEndpoints([['10.1.1.10', 'node-a']], 'l5d-flaky'));
   api.failNext = { count: 1_000_000, status: 503 };
+  const { logs, sink } = quietLogs();
   const client = OrchApiClient.create({ host: '127.0.0.1', port: api.port });
   const t = createDaemonsetTransformer(
     validate(kindSlot('transformer'), daemonset({ service: 'l5d-flaky' })) as Parameters<typeof createDaemonsetTransformer>[0],
-    { system: new SystemNamer() },
+    { system: new SystemNamer(), log: logs.get('prx.daemonset') },
     { client, backoff: constant(20) },
   );
   const addr = new MutableVar<Addr>(addrBound([address('10.1.1.5', 80)]));
@@ -144,21 +146,32 @@ test('pending until the Endpoints are first read; a failing API fails the addres
   assert.match(showAddr(failure), /^failed: io\.prx\.orch\.daemonset: cannot read the endpoints of linkerd\/l5d-flaky: .*503/);
   api.failNext = { count: 0, status: 500 };
   await untilAddr(mapped, '10.1.1.10:4141*1');
+  const messages = () => sink.lines.map((l) => String(l['msg']));
+  const warnings = () => messages().filter((m) => m.startsWith('io.prx.orch.daemonset: cannot read the daemon set endpoints: '));
+  const OUTAGE = 1_000_000;
+  /** Waits until the API has refused `n` more requests of the current outage. */
+  const refused = (n: number) => eventually(() => api.failNext.count <= OUTAGE - n, 8000, `${n} refused requests`);
   // Once read, a failing API keeps the last pods: nothing fails, the bound addresses still map.
-  api.failNext = { count: 1_000_000, status: 500 };
+  api.failNext = { count: OUTAGE, status: 500 };
   api.dropWatches();
+  await refused(3);
   addr.update(addrBound([address('10.1.1.6', 80)]));
   await untilAddr(mapped, '10.1.1.10:4141*1');
-  // Released and observed again during the outage, it starts from the pods last read.
+  assert.ok(seen.slice(seen.findIndex((a) => a.kind === 'bound')).every((a) => a.kind === 'bound'), 'never failed once read');
+  // Released and observed again during the outage, it starts from the pods last read and keeps them.
   holding.close();
   const again: Addr[] = [];
   const holding2 = mapped.observe((a) => again.push(a));
   assert.equal(showAddr(again[0] as Addr), '10.1.1.10:4141*1');
+  api.failNext = { count: OUTAGE, status: 500 };
+  await refused(2);
   api.failNext = { count: 0, status: 500 };
   api.put(ENDPOINTS, daemonEndpoints([['10.1.1.20', 'node-a']], 'l5d-flaky'));
   await untilAddr(mapped, '10.1.1.20:4141*1');
   assert.ok(again.every((a) => a.kind === 'bound'), 'never failed once read');
   holding2.close();
+  // One warning per outage and per observation (not one per retry), and a note on each recovery.
+  await eventually(() => warnings().length === 3 && messages().filter((m) => m.endsWith('reading the daemon set endpoints again')).length === 2, 4000, 'the log lines');
   await client.close();
 });
 
