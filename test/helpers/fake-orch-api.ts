@@ -169,7 +169,7 @@ export class FakeOrchApi {
   }
 
   /** Creates or replaces an object (another client's write); its namespace defaults to `default`. */
-  put(res: OrchResource, body: { metadata: { name: string; namespace?: string } } & Record<string, unknown>): FakeObject {
+  put(res: OrchResource, body: { metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>): FakeObject {
     const ns = body.metadata.namespace ?? 'default';
     return this.#apply(res, ns, body.metadata.name, body);
   }
