@@ -30,7 +30,7 @@ after(async () => {
 });
 
 /** The daemon set's Endpoints: ready pods `[ip, node]`, one not-ready pod, ports `incoming` 4141 and `admin` 9990. */
-function daemonEndpoints(pods: readonly (readonly [string, string])[], name = 'l5d'): EndpointsObject & Record<string, unknown> {
+function daemonEndpoints(pods: readonly (readonly [string, string])[], name = 'l5d'): Parameters<FakeOrchApi['put']>[1] & EndpointsObject {
   return {
     metadata: { name, namespace: 'linkerd' },
     subsets: [
