@@ -87,3 +87,73 @@ test('outgoing â†’ the daemon pod on the backend\'s /24 (the incoming router) â†
   assert.notEqual(last.status, 200, 'the daemon set change reached routing');
   assert.match(last.body, /web/);
 });
+
+test('a daemon pod replaced under steady load (a rolling update of the daemon set): the new pod takes over, no request fails', async () => {
+  writeFileSync(join(disco, 'web2'), `127.0.0.1 ${backendPort}\n`);
+  /** One node's daemon pod: an incoming router whose localnode prefix names it. */
+  const daemonPod = async (name: string): Promise<{ s: Started; port: number }> => {
+    const port = await freePort();
+    const s = await start({
+      admin: { port: await freePort() },
+      namers: [{ kind: 'io.prx.fs', rootDir: disco }],
+      routers: [
+        {
+          protocol: 'http',
+          label: 'incoming',
+          dtab: '/svc=>/#/io.prx.fs',
+          interpreter: { kind: 'default', transformers: [{ kind: 'io.prx.orch.localnode', prefix: `/${name}` }] },
+          servers: [{ port, ip: '127.0.0.1' }],
+        },
+      ],
+    });
+    started.push(s);
+    return { s, port };
+  };
+  const endpointsTo = (port: number) =>
+    api.put(ENDPOINTS, {
+      metadata: { name: 'prx-rolling', namespace: 'mesh' },
+      subsets: [{ addresses: [{ ip: '127.0.0.1', nodeName: 'node-a' }], ports: [{ name: 'incoming', port }] }],
+    });
+  process.env['POD_IP'] = '127.0.0.1';
+  const oldPod = await daemonPod('old');
+  endpointsTo(oldPod.port);
+  const outgoing = await start({
+    admin: { port: await freePort() },
+    namers: [{ kind: 'io.prx.fs', rootDir: disco }],
+    routers: [
+      {
+        protocol: 'http',
+        label: 'outgoing',
+        dtab: '/svc=>/#/io.prx.fs',
+        interpreter: {
+          kind: 'default',
+          transformers: [{ kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service: 'prx-rolling', port: 'incoming' }],
+        },
+        servers: [{ port: await freePort(), ip: '127.0.0.1' }],
+      },
+    ],
+  });
+  started.push(outgoing);
+  const port = routerPort(outgoing.proxy, 'outgoing');
+  assert.equal((await get(port, 'web2')).body, 'backend via /%/old/127.0.0.1/#/io.prx.fs/web2');
+
+  // Steady load: four clients, each request after the previous one.
+  const results: { status: number; body: string }[] = [];
+  let loading = true;
+  const clients = Array.from({ length: 4 }, async () => {
+    while (loading) results.push(await get(port, 'web2').catch((e: unknown) => ({ status: 0, body: String(e) })));
+  });
+  const newPod = await daemonPod('new');
+  endpointsTo(newPod.port);
+  const deadline = Date.now() + 10_000;
+  while (!results.some((r) => r.body.includes('/%/new/')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  // The old pod goes away once the new one serves (Kubernetes removes it from the Endpoints first).
+  await oldPod.s.proxy.shutdown();
+  const after = results.length;
+  while (results.length < after + 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  loading = false;
+  await Promise.all(clients);
+  const failures = results.filter((r) => r.status !== 200);
+  assert.deepEqual(failures, [], 'no failed request');
+  assert.ok(results.slice(after).every((r) => r.body === 'backend via /%/new/127.0.0.1/#/io.prx.fs/web2'), 'the new pod serves');
+});
