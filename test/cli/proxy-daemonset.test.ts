@@ -88,7 +88,7 @@ test('outgoing â†’ the daemon pod on the backend\'s /24 (the incoming router) â†
   assert.match(last.body, /web/);
 });
 
-test('a daemon pod replaced under steady load (a rolling update of the daemon set): the new pod takes over, no request fails', async () => {
+test('a daemon pod replaced under steady load (a rolling update of the daemon set): the new pod takes over, no request fails', async (t) => {
   writeFileSync(join(disco, 'web2'), `127.0.0.1 ${backendPort}\n`);
   /** One node's daemon pod: an incoming router whose localnode prefix names it. */
   const daemonPod = async (name: string): Promise<{ s: Started; port: number }> => {
@@ -144,9 +144,11 @@ test('a daemon pod replaced under steady load (a rolling update of the daemon se
     while (loading) results.push(await get(port, 'web2').catch((e: unknown) => ({ status: 0, body: String(e) })));
   });
   const newPod = await daemonPod('new');
+  const switched = Date.now();
   endpointsTo(newPod.port);
   const deadline = Date.now() + 10_000;
-  while (!results.some((r) => r.body.includes('/%/new/')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  while (!results.some((r) => r.body.includes('/%/new/')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  t.diagnostic(`first response from the new daemon pod ${Date.now() - switched} ms after its Endpoints change`);
   // The old pod goes away once the new one serves (Kubernetes removes it from the Endpoints first).
   await oldPod.s.proxy.shutdown();
   const after = results.length;
