@@ -283,6 +283,11 @@ test('without k8sHost and k8sPort, in a pod: HTTPS to the API server with the se
     });
     await untilAddr(mapped1(t, new MutableVar<Addr>(addrBound([address('10.1.1.5', 80)]))), '10.1.1.10:4141*1');
     assert.ok(secure.requests.length > 0 && secure.requests.every((r) => r.authorization === 'Bearer pod-token'));
+    // A pod with a token but without the API server's address stops prx at start-up, naming the kind.
+    const { serviceAccountDir } = inClusterEnvironment(secure, 'pod-token');
+    assert.throws(() => createDaemonsetTransformer(cfg as Parameters<typeof createDaemonsetTransformer>[0], { system: new SystemNamer() }, {
+      environment: { serviceAccountDir, env: {} },
+    }), { code: 'PRX_ERR_ORCH_IN_CLUSTER', message: /^io\.prx\.orch\.daemonset: a service-account token exists at .* but KUBERNETES_SERVICE_HOST is not set/ });
   } finally {
     await secure.close();
   }

@@ -5,7 +5,8 @@ import {
   type Addr, AddrPending, type Address, type State, Var, addrFailed, address, failed, ok, Pending,
 } from '../../naming/index.js';
 import {
-  ENDPOINTS, type EndpointsObject, Informer, OrchApiClient, type OrchApiEnvironment, type OrchApiError, type OrchApiTarget,
+  DEFAULT_ORCH_API_PORT, ENDPOINTS, type EndpointsObject, Informer, OrchApiClient, type OrchApiEnvironment, type OrchApiError,
+  type OrchApiTarget, OrchInClusterError,
 } from '../../protocol/orch/index.js';
 import type { Backoff } from '../../service/policy/index.js';
 import { DaemonsetUnavailableError } from '../errors.js';
@@ -124,7 +125,7 @@ export function createDaemonsetTransformer(
   opts: DaemonsetOptions = {},
 ): Transformer {
   const prefix = transformerPrefix(cfg.prefix, `/io.prx.orch.daemonset/${cfg.namespace}/${cfg.port}/${cfg.service}`);
-  const client = opts.client ?? OrchApiClient.create(apiTarget(cfg), opts.environment);
+  const client = opts.client ?? apiClient(cfg, opts.environment);
   const key = cfg.hostNetwork ? nodeNameKey : subnetKey;
   const daemons = watchDaemons(cfg, client, key, opts, ctx.log);
   // One observation of each: a daemon set change does not re-observe every bound name's addresses.
@@ -136,7 +137,17 @@ export function createDaemonsetTransformer(
 /** `k8sHost`/`k8sPort` as the client's target: a port alone means `kubectl proxy` on localhost. */
 export function apiTarget(cfg: Pick<DaemonsetTransformerConfig, 'k8sHost' | 'k8sPort'>): OrchApiTarget {
   if (cfg.k8sHost === undefined && cfg.k8sPort === undefined) return {};
-  return { host: cfg.k8sHost ?? 'localhost', port: cfg.k8sPort ?? 8001 };
+  return { host: cfg.k8sHost ?? 'localhost', port: cfg.k8sPort ?? DEFAULT_ORCH_API_PORT };
+}
+
+/** The client, made at start-up so that a half-configured pod stops prx there, naming this kind. */
+function apiClient(cfg: DaemonsetTransformerConfig, environment: OrchApiEnvironment | undefined): OrchApiClient {
+  try {
+    return OrchApiClient.create(apiTarget(cfg), environment);
+  } catch (e) {
+    if (e instanceof OrchInClusterError) throw new OrchInClusterError(`io.prx.orch.daemonset: ${e.message}`);
+    throw e;
+  }
 }
 
 defineTransformer({
