@@ -104,7 +104,8 @@ export class ObjectWatches {
         synced: v.synced,
         exists: v.object !== undefined,
         resourceVersion: e.informer?.state.resourceVersion ?? '',
-        ...(v.error === undefined ? {} : { error: v.error.message }),
+        // The informer's own error clears as soon as a watch reopens, before any object changes.
+        ...(e.informer?.state.error === undefined ? {} : { error: e.informer.state.error.message }),
         users: e.users,
         ...(e.idleSince === undefined ? {} : { idleSince: new Date(e.idleSince).toISOString() }),
       };
