@@ -7,7 +7,8 @@
 //      arriving at a new backend, and to its response at a client (p50 / p90 / max);
 //  (b) 1,000 services: one request to each (each binds one name: one Endpoints watch), the proxy's
 //      RSS and the open watches, then with nothing looked up any more, the time until the router's
-//      binding cache (idleTtlSecs) and the namer (idleTtlMs) have released every watch.
+//      binding cache (idleTtlSecs 60) and the namer (idleTtlMs 5000) have released every watch;
+//      and the namer alone in a process of its own (no router, no clients): heap and RSS per name.
 //
 //   node --import tsx scripts/orch-figures.ts [--redeploys 20] [--services 1000] [--no-build]
 import { spawn, spawnSync } from 'node:child_process';
@@ -33,10 +34,10 @@ const option = (name: string, fallback: number): number => {
 };
 const redeploys = option('--redeploys', 20);
 const serviceCount = option('--services', 1000);
-const ROUTER_IDLE_SECS = 2;
-const NAMER_IDLE_MS = 2000;
+const ROUTER_IDLE_SECS = 60;
+const NAMER_IDLE_MS = 5000;
 
-if (!args.includes('--no-build')) {
+if (!args.includes('--no-build') && args[0] !== '--namer-child') {
   spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
   spawnSync(process.execPath, [join(root, 'scripts/bundle.mjs')], { stdio: 'inherit', cwd: root });
 }
@@ -87,6 +88,28 @@ function endpointsOf(name: string, ports: number[]) {
 }
 
 const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? NaN;
+
+// The namer alone in a process of its own (spawned by (b)): its heap and RSS with N names watched.
+if (args[0] === '--namer-child') {
+  const gc = (globalThis as { gc?: () => void }).gc ?? ((): void => {});
+  const namer = new OrchNamer(orchNamerSchema.parse({ kind: 'io.prx.orch', host: '127.0.0.1', port: Number(args[1]) }), readPath('/#/io.prx.orch'),
+    new LogRegistry({ destination: { write: () => true } }).get('figures'), 'endpoints');
+  const count = Number(args[2]);
+  gc();
+  const [heap0, rss0] = [process.memoryUsage().heapUsed, process.memoryUsage.rss()];
+  let bound = 0;
+  for (let i = 0; i < count; i++) {
+    namer.lookup(readPath(`/default/http/svc-${i}`)).observe((st) => {
+      if (st.kind === 'ok' && st.value.type === 'leaf') (st.value.value as BoundName).addr.observe((a) => { if (a.kind === 'bound') bound++; });
+    });
+  }
+  await until(() => bound >= count, 'every name to bind');
+  await sleep(500);
+  gc();
+  const [heap1, rss1] = [process.memoryUsage().heapUsed, process.memoryUsage.rss()];
+  process.stdout.write(`${JSON.stringify({ heapPerName: (heap1 - heap0) / count, rssPerName: (rss1 - rss0) / count, rss: rss1, watches: namer.openWatches })}\n`);
+  process.exit(0);
+}
 
 const api = await new FakeOrchApi().start();
 const [adminPort, routerPort] = [await freePort(), await freePort()];
@@ -202,6 +225,13 @@ try {
   console.log(`(b) ${serviceCount} services, one request each (${(boundMs / 1000).toFixed(1)} s, ${(boundMs / serviceCount).toFixed(2)} ms per first request):`);
   console.log(`    open watches at the API server: ${api.openWatches(ENDPOINTS)} (namer_state lists ${state.watches.length})`);
   console.log(`    proxy RSS: ${rssStart.toFixed(1)} MiB at start, ${rssBefore.toFixed(1)} MiB after (a), ${rssBound.toFixed(1)} MiB with ${serviceCount} services bound (+${((rssBound - rssBefore) * 1024 / serviceCount).toFixed(1)} KiB per service incl. its client)`);
+  // Spawned, not spawnSync: the fake API server answering it runs in this process.
+  const child = spawn(process.execPath, ['--import', 'tsx', '--expose-gc', fileURLToPath(import.meta.url), '--namer-child', String(api.port), String(serviceCount)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  await new Promise((r) => child.once('exit', r));
+  const alone = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { heapPerName: number; rssPerName: number; rss: number; watches: number };
+  console.log(`    the namer alone (a process of its own, ${alone.watches} watches): ${(alone.heapPerName / 1024).toFixed(1)} KiB of heap and ${(alone.rssPerName / 1024).toFixed(1)} KiB of RSS per watched name (RSS ${(alone.rss / 1048576).toFixed(1)} MiB)`);
   const idleFrom = performance.now();
   await until(() => api.openWatches(ENDPOINTS) === 0, 'the watches to be released', 120_000);
   const releasedMs = performance.now() - idleFrom;
