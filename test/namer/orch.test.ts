@@ -272,6 +272,15 @@ describe('io.prx.orch namer', () => {
     const closedAt = Date.now();
     await until(() => api.openWatches() === 0 && namer.openWatches === 0, 'the watches to be released', 5000);
     assert.ok(Date.now() - closedAt >= 250, 'not before the idle TTL');
+
+    // idleTtlMs 0: released as soon as the last lookup leaves.
+    const eager = namerOn(api, { idleTtlMs: 0 });
+    const e = watch(eager, '/default/http/idle');
+    await until(() => hostPorts(e.addr()), 'the endpoints');
+    await until(() => api.openWatches() === 1, 'the watch');
+    e.close();
+    assert.equal(eager.openWatches, 0);
+    await until(() => api.openWatches() === 0, 'the API server to see the watch end');
   });
 
   it('enumerates the names its watches can bind and shows its state', async () => {
