@@ -231,3 +231,30 @@ describe('io.prx.orch.meshctl identifier: before the control plane answers, and 
     assert.equal(r.headers?.['location'], 'http://reviews.example/new');
   });
 });
+
+describe('io.prx.orch.meshctl identifier: polling follows the routers that use it', () => {
+  it('shares one poller per control plane among routers, and stops polling when the last of them closes', async () => {
+    const pilot = await startFakePilot(VHOSTS, RULES);
+    const cfg = {
+      identifier: { kind: 'io.prx.orch.meshctl', discoveryHost: '127.0.0.1', discoveryPort: pilot.discoveryPort, apiserverHost: '127.0.0.1', apiserverPort: pilot.apiserverPort },
+      dtab: '/svc => /$/inet/127.0.0.1/9',
+    };
+    try {
+      const a = await startRouter(cfg);
+      const b = await startRouter(cfg);
+      await eventually(() => pilot.hits.discovery.length >= 2, 15_000, 'a second poll');
+      // One poller for both routers: over two intervals 2 or 3 polls (two pollers would make 4 to 6).
+      const start = pilot.hits.discovery.length;
+      await new Promise((r) => setTimeout(r, 10_400));
+      assert.ok(pilot.hits.discovery.length - start <= 3, `${pilot.hits.discovery.length - start} polls in two intervals`);
+      await a.close();
+      await eventually(() => pilot.hits.discovery.length >= start + 2, 15_000, 'polling to go on for the other router');
+      await b.close();
+      const after = pilot.hits.discovery.length;
+      await new Promise((r) => setTimeout(r, 6000));
+      assert.equal(pilot.hits.discovery.length, after, 'polled after the last router closed');
+    } finally {
+      await pilot.close();
+    }
+  });
+});
