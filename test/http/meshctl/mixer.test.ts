@@ -11,7 +11,7 @@ import { ConfigError, validateProxyConfig } from '../../../src/config/index.js';
 import '../../../src/router/http/index.js';
 import '../../../src/router/h2/index.js';
 import { eventually, startBackend, startRouter, type Backend, type RouterUnderTest } from '../../router/harness.js';
-import { echoClient, grpcError, grpcRouterConfig, say, startGrpcBackend, startH2Router, type GrpcBackend, type H2RouterUnderTest } from '../../router/h2/harness.js';
+import { echoClient, grpcError, grpcRouterConfig, h2Connect, h2Request, say, startGrpcBackend, startH2Router, type GrpcBackend, type H2RouterUnderTest } from '../../router/h2/harness.js';
 import { startFakeMixer, startFakePilot, type FakeMixer, type FakePilot } from './fakes.js';
 
 const REVIEWS = 'reviews.default.svc.cluster.local';
@@ -148,7 +148,7 @@ describe('io.prx.orch.meshctl authorizer and logger (http router)', () => {
   });
 });
 
-describe('io.prx.orch.meshctl authorizer on an h2 router (gRPC)', () => {
+describe('io.prx.orch.meshctl authorizer on an h2 router', () => {
   let mixer: FakeMixer;
   let backend: GrpcBackend;
   let rt: H2RouterUnderTest;
@@ -189,6 +189,20 @@ describe('io.prx.orch.meshctl authorizer on an h2 router (gRPC)', () => {
       assert.match(err.details, /PERMISSION_DENIED: no entry/);
     } finally {
       client.close();
+      mixer.verdict = { code: 0, message: '' };
+    }
+  });
+
+  it('refuses a plain h2 request with the mapped HTTP status and prx-err', async () => {
+    mixer.verdict = { code: 16, message: 'who are you' };
+    const session = h2Connect(rt.port);
+    try {
+      const r = await h2Request(session, { ':method': 'GET', ':scheme': 'http', ':authority': 'web', ':path': '/test.Echo/x' }).done;
+      assert.equal(Number(r.headers?.[':status']), 401);
+      assert.ok(r.headers?.['prx-err']);
+      assert.match(r.body.toString(), /UNAUTHENTICATED: who are you/);
+    } finally {
+      session.close();
       mixer.verdict = { code: 0, message: '' };
     }
   });
