@@ -5,5 +5,5 @@
 import './meshctl/authorizer.js';
 import './meshctl/logger.js';
 
-export { RequestPolicy, type PolicyRequest, type RequestAuthorizer, type RequestLogger } from './request-policy.js';
+export { RequestPolicy, type PolicyContext, type PolicyRequest, type RequestAuthorizer, type RequestLogger } from './request-policy.js';
 export { MeshctlDeniedError, MeshctlRedirect } from './meshctl/errors.js';

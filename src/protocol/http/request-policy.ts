@@ -7,7 +7,13 @@
 import type { z } from 'zod';
 import { BugError } from '../../core/errors.js';
 import { type KindConfig, lookupKind, registerKind } from '../../config/index.js';
+import type { StatsReceiver } from '../../service/stats/index.js';
 import type { MeshTarget } from './identifiers/types.js';
+
+/** What building an authorizer or logger gets from its router: the router's stats scope (`rt/<label>`). */
+export interface PolicyContext {
+  readonly stats: StatsReceiver;
+}
 
 /** What an authorizer or logger sees of a request. */
 export interface PolicyRequest {
@@ -31,19 +37,23 @@ export interface RequestLogger {
   close(): void;
 }
 
-export function defineRequestAuthorizer<Cfg>(def: { readonly kind: string; readonly schema: z.ZodType<Cfg>; readonly create: (cfg: Cfg) => RequestAuthorizer }): void {
-  registerKind<Cfg, undefined, RequestAuthorizer>({ family: 'requestAuthorizer', kind: def.kind, schema: def.schema, create: (cfg) => def.create(cfg) });
+export function defineRequestAuthorizer<Cfg>(def: {
+  readonly kind: string;
+  readonly schema: z.ZodType<Cfg>;
+  readonly create: (cfg: Cfg, ctx: PolicyContext) => RequestAuthorizer;
+}): void {
+  registerKind<Cfg, PolicyContext, RequestAuthorizer>({ family: 'requestAuthorizer', ...def });
 }
 
-export function defineRequestLogger<Cfg>(def: { readonly kind: string; readonly schema: z.ZodType<Cfg>; readonly create: (cfg: Cfg) => RequestLogger }): void {
-  registerKind<Cfg, undefined, RequestLogger>({ family: 'logger', kind: def.kind, schema: def.schema, create: (cfg) => def.create(cfg) });
+export function defineRequestLogger<Cfg>(def: { readonly kind: string; readonly schema: z.ZodType<Cfg>; readonly create: (cfg: Cfg, ctx: PolicyContext) => RequestLogger }): void {
+  registerKind<Cfg, PolicyContext, RequestLogger>({ family: 'logger', ...def });
 }
 
-function build<T>(family: 'requestAuthorizer' | 'logger', configs: readonly KindConfig[]): T[] {
+function build<T>(family: 'requestAuthorizer' | 'logger', configs: readonly KindConfig[], ctx: PolicyContext): T[] {
   return configs.map((c) => {
     const def = lookupKind(family, c.kind);
     if (def === undefined) throw new BugError(`validated ${family} kind ${c.kind} is not registered`);
-    return def.create(c, undefined as never) as T;
+    return def.create(c, ctx as never) as T;
   });
 }
 
@@ -54,9 +64,9 @@ export class RequestPolicy {
   /** False when the router has neither: the request path skips policy entirely. */
   readonly active: boolean;
 
-  constructor(authorizers: readonly KindConfig[], loggers: readonly KindConfig[]) {
-    this.authorizers = build<RequestAuthorizer>('requestAuthorizer', authorizers);
-    this.loggers = build<RequestLogger>('logger', loggers);
+  constructor(authorizers: readonly KindConfig[], loggers: readonly KindConfig[], ctx: PolicyContext) {
+    this.authorizers = build<RequestAuthorizer>('requestAuthorizer', authorizers, ctx);
+    this.loggers = build<RequestLogger>('logger', loggers, ctx);
     this.active = this.authorizers.length > 0 || this.loggers.length > 0;
   }
 

@@ -52,7 +52,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
     this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
-    this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers);
+    this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers, { stats: this.stats });
     this.accessLog = routerAccessLog(
       { path: cfg.httpAccessLog, rollPolicy: cfg.httpAccessLogRollPolicy, append: cfg.httpAccessLogAppend, rotateCount: cfg.httpAccessLogRotateCount },
       this.log,

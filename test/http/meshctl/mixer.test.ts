@@ -129,6 +129,9 @@ describe('io.prx.orch.meshctl authorizer and logger (http router)', () => {
     }
     mixer.verdict = { code: 0, message: '' };
     assert.equal((await get('/x')).status, 200);
+    assert.equal(rt.metric('rt/http/meshctl/check/denied'), 3);
+    assert.ok((rt.metric('rt/http/meshctl/check/allowed') ?? 0) >= 3);
+    assert.ok((rt.metric('rt/http/meshctl/report/sent') ?? 0) >= 3);
   });
 
   it('refuses with 500 while the mixer is down, and lets requests through again once it is back', async () => {
@@ -137,6 +140,7 @@ describe('io.prx.orch.meshctl authorizer and logger (http router)', () => {
     const r = await get('/x');
     assert.equal(r.status, 500);
     assert.match(r.body, /UNKNOWN: no answer from the mixer/);
+    assert.equal(rt.metric('rt/http/meshctl/check/unanswered'), 1);
     const checks = mixer.checks;
     mixer = await startFakeMixer(port);
     const until = Date.now() + 20_000;

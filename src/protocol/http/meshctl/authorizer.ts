@@ -13,6 +13,7 @@
  *   mixerPort: 9091
  * ```
  */
+import type { Counter, StatsReceiver } from '../../../service/stats/index.js';
 import { defineRequestAuthorizer, type PolicyRequest, type RequestAuthorizer } from '../request-policy.js';
 import { checkAttributes } from './attributes.js';
 import { MeshctlDeniedError } from './errors.js';
@@ -23,16 +24,28 @@ export const meshctlAuthorizerSchema = mixerKindSchema('io.prx.orch.meshctl');
 class MeshctlAuthorizer implements RequestAuthorizer {
   readonly #mixer: MixerHandle;
   readonly #reports: MixerReports;
+  readonly #allowed: Counter;
+  readonly #denied: Counter;
+  readonly #unanswered: Counter;
 
-  constructor(mixer: MixerHandle) {
+  constructor(mixer: MixerHandle, stats: StatsReceiver) {
     this.#mixer = mixer;
-    this.#reports = new MixerReports(mixer);
+    this.#reports = new MixerReports(mixer, stats);
+    this.#allowed = stats.counter('meshctl', 'check', 'allowed');
+    this.#denied = stats.counter('meshctl', 'check', 'denied');
+    this.#unanswered = stats.counter('meshctl', 'check', 'unanswered');
   }
 
   async authorize(req: PolicyRequest): Promise<void> {
     const channel = await this.#mixer.channel();
     const status = await channel.check(checkAttributes(req), MIXER_CALL_TIMEOUT_MS);
-    if (status.code !== 0) throw new MeshctlDeniedError(status.code, status.message);
+    if (status.code === 0) {
+      this.#allowed.incr();
+      return;
+    }
+    // A mixer that gave no answer refuses too (UNKNOWN), counted apart from its refusals.
+    (status.answered ? this.#denied : this.#unanswered).incr();
+    throw new MeshctlDeniedError(status.code, status.message);
   }
 
   completed(req: PolicyRequest, status: number, durationMs: number): void {
@@ -47,5 +60,5 @@ class MeshctlAuthorizer implements RequestAuthorizer {
 defineRequestAuthorizer({
   kind: 'io.prx.orch.meshctl',
   schema: meshctlAuthorizerSchema,
-  create: (cfg) => new MeshctlAuthorizer(acquireMixer(cfg.mixerHost, cfg.mixerPort)),
+  create: (cfg, ctx) => new MeshctlAuthorizer(acquireMixer(cfg.mixerHost, cfg.mixerPort), ctx.stats),
 });

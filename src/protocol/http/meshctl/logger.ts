@@ -11,6 +11,7 @@
  *   mixerPort: 9091
  * ```
  */
+import type { StatsReceiver } from '../../../service/stats/index.js';
 import { defineRequestLogger, type PolicyRequest, type RequestLogger } from '../request-policy.js';
 import { MixerReports, acquireMixer, mixerKindSchema, type MixerHandle } from './mixer.js';
 
@@ -20,9 +21,9 @@ class MeshctlLogger implements RequestLogger {
   readonly #mixer: MixerHandle;
   readonly #reports: MixerReports;
 
-  constructor(mixer: MixerHandle) {
+  constructor(mixer: MixerHandle, stats: StatsReceiver) {
     this.#mixer = mixer;
-    this.#reports = new MixerReports(mixer);
+    this.#reports = new MixerReports(mixer, stats);
   }
 
   completed(req: PolicyRequest, status: number, durationMs: number): void {
@@ -37,5 +38,5 @@ class MeshctlLogger implements RequestLogger {
 defineRequestLogger({
   kind: 'io.prx.orch.meshctl',
   schema: meshctlLoggerSchema,
-  create: (cfg) => new MeshctlLogger(acquireMixer(cfg.mixerHost, cfg.mixerPort)),
+  create: (cfg, ctx) => new MeshctlLogger(acquireMixer(cfg.mixerHost, cfg.mixerPort), ctx.stats),
 });

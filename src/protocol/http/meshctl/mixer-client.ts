@@ -16,10 +16,11 @@ const ReportRequest = root.lookupType('istio.mixer.v1.ReportRequest');
 /** A check that got no answer is UNKNOWN, so the request is refused (Linkerd 1 failed closed). */
 const UNKNOWN = 2;
 
-/** A check's outcome: the mixer's status (gRPC code and message). */
+/** A check's outcome: the mixer's status (gRPC code and message); `answered` false when it gave none. */
 export interface CheckStatus {
   readonly code: number;
   readonly message: string;
+  readonly answered: boolean;
 }
 
 function encoder(type: protobuf.Type): (value: object) => Buffer {
@@ -64,14 +65,18 @@ export class MixerChannel {
         try {
           const rsp = CheckResponse.toObject(CheckResponse.decode(bytes), { defaults: true }) as { result?: { code?: number; message?: string } };
           const result = rsp.result;
-          settle(result === undefined ? { code: UNKNOWN, message: 'the check response has no result' } : { code: result.code ?? 0, message: result.message ?? '' });
+          settle(
+            result === undefined
+              ? { code: UNKNOWN, message: 'the check response has no result', answered: false }
+              : { code: result.code ?? 0, message: result.message ?? '', answered: true },
+          );
         } catch (e) {
-          settle({ code: UNKNOWN, message: `a malformed check response: ${e instanceof Error ? e.message : String(e)}` });
+          settle({ code: UNKNOWN, message: `a malformed check response: ${e instanceof Error ? e.message : String(e)}`, answered: false });
         }
       });
       call.on('error', () => {});
       call.on('status', (s: grpc.StatusObject) => {
-        settle({ code: UNKNOWN, message: `no answer from the mixer at ${this.target}: ${grpc.status[s.code] ?? s.code} ${s.details}` });
+        settle({ code: UNKNOWN, message: `no answer from the mixer at ${this.target}: ${grpc.status[s.code] ?? s.code} ${s.details}`, answered: false });
       });
       // One request, then half-close: a mixer answering per message and one answering at the end both reply.
       call.write({ request_index: this.#index++, attribute_update: attributesMessage(bag) });

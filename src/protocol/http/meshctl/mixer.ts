@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { kindShape, nonEmptyString, port } from '../../../config/index.js';
 import { getLogger } from '../../../core/log.js';
+import type { Counter, StatsReceiver } from '../../../service/stats/index.js';
 import type { PolicyRequest } from '../request-policy.js';
 import { reportAttributes } from './attributes.js';
 import type { MixerChannel } from './mixer-client.js';
@@ -59,13 +60,20 @@ export function acquireMixer(host: string, port: number): MixerHandle {
   };
 }
 
-/** Sends Reports in the background; a failure is logged once per run of failures, not per request. */
+/**
+ * Sends Reports in the background, counted in `meshctl/report/{sent,failures}` of the router; a
+ * failure is logged once per run of failures, not per request.
+ */
 export class MixerReports {
   readonly #mixer: MixerHandle;
+  readonly #sent: Counter;
+  readonly #failures: Counter;
   #failing = false;
 
-  constructor(mixer: MixerHandle) {
+  constructor(mixer: MixerHandle, stats: StatsReceiver) {
     this.#mixer = mixer;
+    this.#sent = stats.counter('meshctl', 'report', 'sent');
+    this.#failures = stats.counter('meshctl', 'report', 'failures');
   }
 
   send(req: PolicyRequest, status: number, durationMs: number): void {
@@ -73,6 +81,7 @@ export class MixerReports {
       .channel()
       .then((c) => c.report(reportAttributes(req, status, durationMs), MIXER_CALL_TIMEOUT_MS))
       .then((err) => {
+        (err === undefined ? this.#sent : this.#failures).incr();
         if (err !== undefined && !this.#failing) getLogger('prx.meshctl').warn({ mixer: this.#mixer.target, err }, 'meshctl: report failed');
         this.#failing = err !== undefined;
       });
