@@ -168,8 +168,8 @@ export interface FakeMixer {
   readonly port: number;
   readonly checks: DecodedAttributes[];
   readonly reports: DecodedAttributes[];
-  /** The status every Check answers (code 0: OK). */
-  verdict: { code: number; message: string };
+  /** The status every Check answers (code 0: OK); `null`: a CheckResponse without a result. */
+  verdict: { code: number; message: string } | null;
   close(): Promise<void>;
 }
 
@@ -208,7 +208,7 @@ export async function startFakeMixer(port = 0): Promise<FakeMixer> {
   const mixer = {
     checks: [] as DecodedAttributes[],
     reports: [] as DecodedAttributes[],
-    verdict: { code: 0, message: '' },
+    verdict: { code: 0, message: '' } as { code: number; message: string } | null,
   };
   interface MixerRequest {
     request_index?: number;
@@ -220,7 +220,8 @@ export async function startFakeMixer(port = 0): Promise<FakeMixer> {
     Check: (call: Duplex) => {
       call.on('data', (req: MixerRequest) => {
         mixer.checks.push(decodeAttributes(req.attribute_update));
-        call.write({ request_index: req.request_index ?? 0, result: { code: mixer.verdict.code, message: mixer.verdict.message } });
+        const v = mixer.verdict;
+        call.write({ request_index: req.request_index ?? 0, ...(v === null ? {} : { result: { code: v.code, message: v.message } }) });
       });
       call.on('end', () => call.end());
     },

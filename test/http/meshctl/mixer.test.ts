@@ -129,7 +129,14 @@ describe('io.prx.orch.meshctl authorizer and logger (http router)', () => {
     }
     mixer.verdict = { code: 0, message: '' };
     assert.equal((await get('/x')).status, 200);
+    // An answer without a result is no answer: refused with 500.
+    mixer.verdict = null;
+    const empty = await get('/x');
+    assert.equal(empty.status, 500);
+    assert.match(empty.body, /UNKNOWN: the check response has no result/);
+    mixer.verdict = { code: 0, message: '' };
     assert.equal(rt.metric('rt/http/meshctl/check/denied'), 3);
+    assert.equal(rt.metric('rt/http/meshctl/check/unanswered'), 1);
     assert.ok((rt.metric('rt/http/meshctl/check/allowed') ?? 0) >= 3);
     assert.ok((rt.metric('rt/http/meshctl/report/sent') ?? 0) >= 3);
   });
@@ -140,7 +147,7 @@ describe('io.prx.orch.meshctl authorizer and logger (http router)', () => {
     const r = await get('/x');
     assert.equal(r.status, 500);
     assert.match(r.body, /UNKNOWN: no answer from the mixer/);
-    assert.equal(rt.metric('rt/http/meshctl/check/unanswered'), 1);
+    assert.equal(rt.metric('rt/http/meshctl/check/unanswered'), 2);
     const checks = mixer.checks;
     mixer = await startFakeMixer(port);
     const until = Date.now() + 20_000;

@@ -63,10 +63,10 @@ export class MixerChannel {
       );
       call.on('data', (bytes: Buffer) => {
         try {
-          const rsp = CheckResponse.toObject(CheckResponse.decode(bytes), { defaults: true }) as { result?: { code?: number; message?: string } };
+          const rsp = CheckResponse.toObject(CheckResponse.decode(bytes)) as { result?: { code?: number; message?: string } | null };
           const result = rsp.result;
           settle(
-            result === undefined
+            result === undefined || result === null
               ? { code: UNKNOWN, message: 'the check response has no result', answered: false }
               : { code: result.code ?? 0, message: result.message ?? '', answered: true },
           );
