@@ -19,6 +19,8 @@ import {
   firstHeader,
   HeaderTokenIdentifier,
   IdentificationCache,
+  MeshctlIdentifier,
+  meshctlIdentifierSchema,
   PathIdentifier,
   unidentified,
   type HttpIdentifier,
@@ -73,6 +75,13 @@ defineH2Identifier({
   kind: 'io.prx.header.path',
   schema: z.strictObject({ ...kindShape('io.prx.header.path'), header: nonEmptyString.default(':path'), segments: positiveInt.optional() }),
   create: (cfg, ctx) => new H2HeaderPathIdentifier(ctx.dstPrefix, cfg.header, cfg.segments),
+});
+
+// `io.prx.orch.meshctl`: the http kind on `:authority` (its Host fallback) and `:scheme`.
+defineH2Identifier({
+  kind: 'io.prx.orch.meshctl',
+  schema: meshctlIdentifierSchema,
+  create: (cfg, ctx) => new MeshctlIdentifier(ctx.dstPrefix, cfg, true),
 });
 
 const identifierList = oneOrMany(kindSlot('h2Identifier'));

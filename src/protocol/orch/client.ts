@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { Agent } from 'undici';
 import type * as Undici from 'undici';
 import { errorMessage } from '../../core/errors.js';
 import { OrchApiError, OrchInClusterError } from './errors.js';
@@ -59,10 +58,10 @@ export interface OrchWatchStream {
 export class OrchApiClient {
   readonly origin: string;
   readonly inCluster: boolean;
-  readonly #agent: Agent;
+  readonly #agent: Undici.Agent;
   readonly #tokenFile: string | undefined;
 
-  private constructor(origin: string, agent: Agent, tokenFile: string | undefined) {
+  private constructor(origin: string, agent: Undici.Agent, tokenFile: string | undefined) {
     this.origin = origin;
     this.#agent = agent;
     this.#tokenFile = tokenFile;

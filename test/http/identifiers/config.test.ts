@@ -15,7 +15,7 @@ import {
 
 const ctx: IdentifierContext = { dstPrefix: readPath('/svc'), routerLabel: 'http' };
 const req = (url: string, headers: IdentifyRequest['headers'] = {}): IdentifyRequest => ({ method: 'GET', url, httpVersion: '1.1', headers });
-const name = (r: Identification): string => (r.kind === 'identified' ? r.dst.show : `unidentified: ${r.reason}`);
+const name = (r: Identification): string => (r.kind === 'identified' ? r.dst.show : r.kind === 'redirect' ? `redirect: ${r.location}` : `unidentified: ${r.reason}`);
 
 function configError(f: () => unknown): ConfigError {
   try {
@@ -28,12 +28,11 @@ function configError(f: () => unknown): ConfigError {
 }
 
 describe('identifier kinds in the config registry', () => {
-  it('registers the five http kinds (and not the orchestrator ones)', () => {
-    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static']) {
+  it('registers the http kinds, the mesh-control one included', () => {
+    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static', 'io.prx.orch.meshctl']) {
       assert.ok(lookupKind('identifier', kind), kind);
     }
     assert.equal(lookupKind('identifier', 'io.prx.ingress'), undefined);
-    assert.equal(lookupKind('identifier', 'io.prx.orch.meshctl'), undefined);
   });
 
   it('fills the defaults', () => {
@@ -88,7 +87,7 @@ describe('identifierFromConfig', () => {
     const unknown = configError(() => identifierFromConfig({ kind: 'io.prx.ingress' }, ctx));
     assert.equal(unknown.code, 'PRX_ERR_CONFIG_UNKNOWN_KIND');
     assert.deepEqual(unknown.lines, [
-      'kind: unknown identifier kind "io.prx.ingress" (known kinds: io.prx.header, io.prx.header.token, io.prx.methodAndHost, io.prx.path, io.prx.static)',
+      'kind: unknown identifier kind "io.prx.ingress" (known kinds: io.prx.header, io.prx.header.token, io.prx.methodAndHost, io.prx.orch.meshctl, io.prx.path, io.prx.static)',
     ]);
     assert.deepEqual(configError(() => identifierFromConfig([{ kind: 'io.prx.path' }, { kind: 'io.prx.path', segments: 0 }], ctx)).lines, [
       '[1].segments: expected a positive integer, got 0',
