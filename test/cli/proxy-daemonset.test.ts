@@ -159,3 +159,55 @@ test('a daemon pod replaced under steady load (a rolling update of the daemon se
   assert.deepEqual(failures, [], 'no failed request');
   assert.ok(results.slice(after).every((r) => r.body === 'backend via /%/new/127.0.0.1/#/io.prx.fs/web2'), 'the new pod serves');
 });
+
+test('hostNetwork through the io.prx.orch namer: its nodeName metadata picks the prx pod on the node, NODE_NAME keeps that node\'s pods', async () => {
+  const incomingPort = await freePort();
+  // The service's pods: the backend on node-a, a pod on node-b (no prx pod there, nothing listening).
+  api.put(ENDPOINTS, {
+    metadata: { name: 'web', namespace: 'default' },
+    subsets: [
+      { addresses: [{ ip: '127.0.0.1', nodeName: 'node-a' }], ports: [{ name: 'http', port: backendPort }] },
+      { addresses: [{ ip: '127.0.0.1', nodeName: 'node-b' }], ports: [{ name: 'http', port: 9 }] },
+    ],
+  });
+  // The prx DaemonSet on the host network: its pod's IP is its node's (here on no /24 with anything).
+  api.put(ENDPOINTS, {
+    metadata: { name: 'prx-host', namespace: 'mesh' },
+    subsets: [{ addresses: [{ ip: '127.0.0.1', nodeName: 'node-a' }], ports: [{ name: 'incoming', port: incomingPort }] }],
+  });
+  process.env['NODE_NAME'] = 'node-a';
+  const orch = { kind: 'io.prx.orch', host: '127.0.0.1', port: api.port };
+  const s = await start({
+    admin: { port: await freePort() },
+    namers: [orch],
+    routers: [
+      {
+        protocol: 'http',
+        label: 'outgoing',
+        dtab: '/svc=>/#/io.prx.orch/default/http',
+        interpreter: {
+          kind: 'default',
+          transformers: [
+            { kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service: 'prx-host', port: 'incoming', hostNetwork: true },
+          ],
+        },
+        servers: [{ port: await freePort(), ip: '127.0.0.1' }],
+      },
+      {
+        protocol: 'http',
+        label: 'incoming',
+        dtab: '/svc=>/#/io.prx.orch/default/http',
+        interpreter: { kind: 'default', transformers: [{ kind: 'io.prx.orch.localnode', hostNetwork: true }] },
+        servers: [{ port: incomingPort, ip: '127.0.0.1' }],
+      },
+    ],
+  });
+  started.push(s);
+  // Every request reaches the backend: node-b's pod is dropped on both hops.
+  for (let i = 0; i < 10; i++) {
+    assert.deepEqual(await get(routerPort(s.proxy, 'outgoing'), 'web'), {
+      status: 200,
+      body: 'backend via /%/io.prx.orch.localnode/node-a/#/io.prx.orch/default/http/web',
+    });
+  }
+});
