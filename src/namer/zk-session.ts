@@ -1,6 +1,7 @@
 import type * as Zk from 'node-zookeeper-client';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { hardenConnection } from './zk-harden.js';
 import type { Backoff, BackoffStream } from '../service/policy/index.js';
 import { closeZkClient } from './zk-call.js';
 
@@ -96,6 +97,9 @@ export class ZkSession {
     o.began?.();
     const old = this.#client;
     const client = zk.createClient(o.connect, { sessionTimeout: o.sessionTimeoutMs, spinDelay: 200, retries: 0 });
+    // The library throws out of its socket handler on a packet it cannot parse (seen across a
+    // ZooKeeper restart), which would take the proxy down.
+    hardenConnection(client, o.log);
     this.#client = client;
     if (old !== undefined) void closeZkClient(old);
     this.#armWatchdog(gen);

@@ -284,7 +284,7 @@ export class ZkDtabStore extends CachedDtabStore implements DtabStore {
       this.#childWatcher = undefined;
       const connect = this.#cfg.zkAddrs.map((a) => `${a.host}:${a.port}`).join(',');
       const client = zk.createClient(connect, { sessionTimeout: this.#cfg.sessionTimeoutMs, spinDelay: 200, retries: 0 });
-      hardenConnection(client, this.#ctx);
+      hardenConnection(client, this.#ctx.log);
       const auth = this.#cfg.authInfo;
       // Credentials added before connect are sent on every (re)connection of this session.
       if (auth !== undefined) client.addAuthInfo(auth.scheme, Buffer.from(auth.auth));
