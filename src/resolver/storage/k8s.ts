@@ -15,7 +15,7 @@ import {
   StoredDtabInvalidError,
 } from './errors.js';
 import { type HttpResult, StorageHttpClient } from './http-client.js';
-import { JsonObjectSplitter } from './json-stream.js';
+import { JsonObjectSplitter } from '../../protocol/orch/json-stream.js';
 import { defineStorage } from './kind.js';
 import { DEFAULT_WATCH_BACKOFF, RetryTimer } from './retry.js';
 import type { DtabStore, StorageContext } from './types.js';

@@ -9,6 +9,7 @@ export {
   type BackoffStream,
   type Random,
 } from './backoff.js';
+export { RetryTimer } from './retry-timer.js';
 export { RETRY_BUDGET_DEFAULTS, RetryBudget, retryBudgetFromConfig, type RetryBudgetConfig, type RetryBudgetOptions } from './retry-budget.js';
 export {
   MIN_REQUESTS_IN_WINDOW,

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { readDtab } from '../../../src/naming/index.js';
 import { InvalidDtabNamespaceError, StoredDtabInvalidError } from '../../../src/resolver/storage/errors.js';
 import { K8sDtabStore, k8sStorageSchema } from '../../../src/resolver/storage/k8s.js';
-import { JsonObjectSplitter } from '../../../src/resolver/storage/json-stream.js';
+import { JsonObjectSplitter } from '../../../src/protocol/orch/json-stream.js';
 import type { DtabStore } from '../../../src/resolver/storage/types.js';
 import { jittered } from '../../../src/service/policy/index.js';
 import { FakeK8s } from './fake-k8s.js';
@@ -47,7 +47,7 @@ describe('io.prx.orch', () => {
     const api = await fake();
     const store = openOn(api, { namespace: 'linkerd' });
     await store.create('default', d('/svc => /#/io.prx.fs; /a => /b | /c'));
-    const obj = api.get('linkerd', 'default');
+    const obj = api.dtab('linkerd', 'default');
     assert.ok(obj);
     assert.equal(obj['apiVersion'], 'prx.io/v1alpha1');
     assert.equal(obj['kind'], 'DTab');
@@ -59,7 +59,7 @@ describe('io.prx.orch', () => {
     assert.equal(Buffer.from(v.version).toString(), obj.metadata.resourceVersion);
     const paths = api.requests.map((r) => `${r.method} ${r.path}`);
     assert.ok(paths.includes('POST /apis/prx.io/v1alpha1/namespaces/linkerd/dtabs'), paths.join(', '));
-    await until(() => api.openWatches === 1, 5000, 'the watch');
+    await until(() => api.openWatches() === 1, 5000, 'the watch');
     assert.ok(api.requests.some((r) => r.query.get('watch') === 'true' && r.path === '/apis/prx.io/v1alpha1/namespaces/linkerd/dtabs'));
     await assert.rejects(store.create('Not_A_Name', d('/a=>/b')), InvalidDtabNamespaceError);
   });
@@ -83,7 +83,7 @@ describe('io.prx.orch', () => {
       const store = openOn(api);
       await store.create('a', d('/a=>/1'));
       await listed(store, (n) => n.has('a'));
-      await until(() => api.openWatches === 1, 5000, 'the watch');
+      await until(() => api.openWatches() === 1, 5000, 'the watch');
       // Changes happen while the watch is down, then history is compacted past them.
       api.dropWatches();
       api.apply('default', 'b', { dentries: [{ prefix: '/b', dst: '/2' }] });
@@ -102,7 +102,7 @@ describe('io.prx.orch', () => {
     const api = await fake();
     const store = openOn(api);
     await store.put('a', d('/a=>/1'));
-    await until(() => api.openWatches === 1, 5000, 'the watch');
+    await until(() => api.openWatches() === 1, 5000, 'the watch');
     const lists = api.requests.filter((r) => !r.query.has('watch')).length;
     api.dropWatches();
     api.apply('default', 'a', { dentries: [{ prefix: '/a', dst: '/2' }] });
@@ -146,7 +146,7 @@ describe('io.prx.orch', () => {
     const api = await fake();
     const store = openOn(api);
     await store.create('a', d('/a=>/1'));
-    await until(() => api.openWatches === 1, 5000, 'the watch');
+    await until(() => api.openWatches() === 1, 5000, 'the watch');
     api.failNext = { count: 4, status: 503 };
     api.dropWatches();
     await until(() => api.failNext.count === 0, 5000, 'the injected failures to be consumed');
