@@ -1,11 +1,20 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Agent, request } from 'undici';
+import { createRequire } from 'node:module';
+import type * as Undici from 'undici';
 import { errorMessage } from '../../core/errors.js';
 import { OrchApiError, OrchInClusterError } from './errors.js';
 import { JsonObjectSplitter } from './json-stream.js';
 import type { OrchResource, WatchEvent } from './types.js';
 import { StringDecoder } from 'node:string_decoder';
+
+// undici (and the tls, crypto and zlib it loads) only when an orchestrator kind is configured:
+// the identifier and interpreter kinds register with every proxy, most of which never use them.
+let undiciModule: typeof Undici | undefined;
+function undici(): typeof Undici {
+  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
+  return undiciModule;
+}
 
 /** Where a kind's `host`/`port` keys point. No host: in-cluster when possible, else `kubectl proxy` on localhost. */
 export interface OrchApiTarget {
@@ -50,10 +59,10 @@ export interface OrchWatchStream {
 export class OrchApiClient {
   readonly origin: string;
   readonly inCluster: boolean;
-  readonly #agent: Agent;
+  readonly #agent: Undici.Agent;
   readonly #tokenFile: string | undefined;
 
-  private constructor(origin: string, agent: Agent, tokenFile: string | undefined) {
+  private constructor(origin: string, agent: Undici.Agent, tokenFile: string | undefined) {
     this.origin = origin;
     this.#agent = agent;
     this.#tokenFile = tokenFile;
@@ -63,14 +72,14 @@ export class OrchApiClient {
   static create(target: OrchApiTarget, environment: OrchApiEnvironment = {}): OrchApiClient {
     const agentOpts = { headersTimeout: 30_000, bodyTimeout: 0 } as const;
     if (target.host !== undefined) {
-      return new OrchApiClient(httpOrigin('http', target.host, target.port ?? DEFAULT_ORCH_API_PORT), new Agent(agentOpts), undefined);
+      return new OrchApiClient(httpOrigin('http', target.host, target.port ?? DEFAULT_ORCH_API_PORT), new (undici().Agent)(agentOpts), undefined);
     }
     const env = environment.env ?? process.env;
     const dir = environment.serviceAccountDir ?? SERVICE_ACCOUNT_DIR;
     const tokenFile = join(dir, 'token');
     const caFile = join(dir, 'ca.crt');
     if (!existsSync(tokenFile)) {
-      return new OrchApiClient(httpOrigin('http', 'localhost', target.port ?? DEFAULT_ORCH_API_PORT), new Agent(agentOpts), undefined);
+      return new OrchApiClient(httpOrigin('http', 'localhost', target.port ?? DEFAULT_ORCH_API_PORT), new (undici().Agent)(agentOpts), undefined);
     }
     const host = env['KUBERNETES_SERVICE_HOST'];
     const port = Number(env['KUBERNETES_SERVICE_PORT'] ?? '443');
@@ -86,7 +95,7 @@ export class OrchApiClient {
     } catch (e) {
       throw new OrchInClusterError(`cannot read the API server's CA at ${caFile}: ${errorMessage(e)}`);
     }
-    const agent = new Agent({ ...agentOpts, connect: { ca, servername: isIp(host) ? undefined : host } });
+    const agent = new (undici().Agent)({ ...agentOpts, connect: { ca, servername: isIp(host) ? undefined : host } });
     return new OrchApiClient(httpOrigin('https', host, port), agent, tokenFile);
   }
 
@@ -94,7 +103,7 @@ export class OrchApiClient {
   async get<T>(path: string, signal?: AbortSignal): Promise<OrchGetResult<T>> {
     let res;
     try {
-      res = await request(this.origin + path, { method: 'GET', dispatcher: this.#agent, headers: this.#headers(), ...(signal === undefined ? {} : { signal }) });
+      res = await undici().request(this.origin + path, { method: 'GET', dispatcher: this.#agent, headers: this.#headers(), ...(signal === undefined ? {} : { signal }) });
     } catch (e) {
       throw unreachable(path, e);
     }
@@ -111,7 +120,7 @@ export class OrchApiClient {
   async watch(path: string, signal: AbortSignal): Promise<OrchWatchStream> {
     let res;
     try {
-      res = await request(this.origin + path, { method: 'GET', dispatcher: this.#agent, headers: this.#headers(), signal });
+      res = await undici().request(this.origin + path, { method: 'GET', dispatcher: this.#agent, headers: this.#headers(), signal });
     } catch (e) {
       throw unreachable(path, e);
     }
