@@ -19,6 +19,8 @@ import {
   firstHeader,
   HeaderTokenIdentifier,
   IdentificationCache,
+  IngressIdentifier,
+  ingressIdentifierSchema,
   PathIdentifier,
   unidentified,
   type HttpIdentifier,
@@ -73,6 +75,13 @@ defineH2Identifier({
   kind: 'io.prx.header.path',
   schema: z.strictObject({ ...kindShape('io.prx.header.path'), header: nonEmptyString.default(':path'), segments: positiveInt.optional() }),
   create: (cfg, ctx) => new H2HeaderPathIdentifier(ctx.dstPrefix, cfg.header, cfg.segments),
+});
+
+// `io.prx.ingress`: HTTP/1.1's ingress rules, matched on `:authority` (`host` when absent).
+defineH2Identifier({
+  kind: 'io.prx.ingress',
+  schema: ingressIdentifierSchema,
+  create: (cfg, ctx) => new IngressIdentifier(cfg, ctx.dstPrefix, { log: ctx.log, hostHeaders: [':authority', 'host'] }),
 });
 
 const identifierList = oneOrMany(kindSlot('h2Identifier'));

@@ -48,7 +48,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
       const server = serverSpan(propagator, headers, { tracer });
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
-    this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
+    this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label, log: this.log });
     this.accessLog = routerAccessLog(
       { path: cfg.httpAccessLog, rollPolicy: cfg.httpAccessLogRollPolicy, append: cfg.httpAccessLogAppend, rotateCount: cfg.httpAccessLogRotateCount },
       this.log,
@@ -64,6 +64,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
   }
 
   protected override async closed(): Promise<void> {
+    this.identifier.close?.();
     await this.accessLog?.close();
   }
 }

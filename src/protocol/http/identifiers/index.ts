@@ -15,12 +15,15 @@ import { ConfigError, type KindConfig, kindSlot, lookupKind, oneOrMany, validate
 import type { HttpIdentifier, Identification, IdentifierContext, IdentifyRequest } from './types.js';
 import './header-token.js';
 import './header.js';
+import './ingress.js';
 import './method-and-host.js';
 import './path.js';
 import './static.js';
 
 export * from './types.js';
 export { HeaderTokenIdentifier, headerTokenIdentifierSchema, type HeaderTokenIdentifierConfig } from './header-token.js';
+export { IngressIdentifier, ingressIdentifierSchema, DEFAULT_INGRESS_CLASS, type IngressIdentifierConfig, type IngressIdentifierOptions, type IngressIdentifierState } from './ingress.js';
+export { IngressTable, INGRESS_CLASS_ANNOTATION, servesIngress, hostOnly, type IngressTarget, type IngressTableOptions } from './ingress-rules.js';
 export { HeaderIdentifier, headerIdentifierSchema, type HeaderIdentifierConfig } from './header.js';
 export { MethodAndHostIdentifier, methodAndHostIdentifierSchema, type MethodAndHostIdentifierConfig } from './method-and-host.js';
 export { PathIdentifier, pathIdentifierSchema, type PathIdentifierConfig } from './path.js';
@@ -41,6 +44,10 @@ class ComposedIdentifier implements HttpIdentifier {
       if (result.kind === 'identified') return result;
     }
     return result;
+  }
+
+  close(): void {
+    for (const identifier of this.#list) identifier.close?.();
   }
 }
 

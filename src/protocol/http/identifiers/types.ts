@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type KindDef, registerKind } from '../../../config/index.js';
+import type { Logger } from '../../../core/log.js';
 import type { Path } from '../../../naming/index.js';
 
 /** Request headers by lower-case name (node's IncomingHttpHeaders shape). */
@@ -24,9 +25,14 @@ export type Identification =
     }
   | { readonly kind: 'unidentified'; readonly reason: string };
 
-/** Turns a request into a logical name (`dst`), or says why it cannot. Synchronous and pure. */
+/**
+ * Turns a request into a logical name (`dst`), or says why it cannot. Synchronous: one that
+ * depends on outside state (`io.prx.ingress`) keeps it current in the background, and releases
+ * it in `close`, which its router calls when it closes.
+ */
 export interface HttpIdentifier {
   identify(req: IdentifyRequest): Identification;
+  close?(): void;
 }
 
 /** What building an identifier needs from its router. */
@@ -34,6 +40,8 @@ export interface IdentifierContext {
   /** The router's `dstPrefix` (`/svc` by default); names start with it. */
   readonly dstPrefix: Path;
   readonly routerLabel: string;
+  /** The router's log, for identifiers that watch something (`io.prx.ingress`). */
+  readonly log?: Logger;
 }
 
 /** Registers an identifier kind (its schema, with defaults, and its factory) in family `identifier`. */
