@@ -87,6 +87,8 @@ export class ConfigMapDtab {
   #lastLoadedAt: Date | undefined;
   #lastError: { message: string; at: Date } | undefined;
   #watching = false;
+  #informer: Informer<ConfigMapObject> | undefined;
+  #closed = false;
 
   constructor(cfg: OrchConfigMapInterpreterConfig, opts: ConfigMapDtabOptions = {}) {
     this.#cfg = cfg;
@@ -113,7 +115,11 @@ export class ConfigMapDtab {
     };
   }
 
+  /** Ends the watch (even if bindings still observe the dtab: the proxy is stopping) and the client. */
   close(): void {
+    this.#closed = true;
+    this.#watching = false;
+    this.#informer?.close();
     void this.#client.close();
   }
 
@@ -127,6 +133,7 @@ export class ConfigMapDtab {
     };
     // A fresh start applies the object even if its text is unchanged: the var forgot its value.
     this.#lastText = undefined;
+    if (this.#closed) return { close: () => {} };
     this.#watching = true;
     const informer = new Informer<ConfigMapObject>(
       this.#client,
@@ -135,10 +142,12 @@ export class ConfigMapDtab {
       (objects) => publish(this.#apply(findNamed(objects.values(), this.#cfg.name))),
       (e) => this.#recordError(e.message),
     );
+    this.#informer = informer;
     return {
       close: () => {
         this.#watching = false;
         informer.close();
+        if (this.#informer === informer) this.#informer = undefined;
       },
     };
   }

@@ -160,6 +160,12 @@ describe('io.prx.orch.configMap against the API', () => {
       sub.close();
       await eventually(() => api.openWatches(CONFIGMAPS) === 0, 10_000, 'the watch to end');
       assert.equal(interp.state().watching, false);
+      // Closing the interpreter (the proxy stopping) ends the watch even while something observes it.
+      const again = interp.bind(Dtab.empty, readPath('/svc')).observe(() => {});
+      await eventually(() => api.openWatches(CONFIGMAPS) === 1, 10_000, 'the watch again');
+      interp.close();
+      await eventually(() => api.openWatches(CONFIGMAPS) === 0, 10_000, 'the watch to end at close');
+      again.close();
     } finally {
       interp.close();
     }

@@ -9,8 +9,9 @@ import { type IdentifyRequest, IngressIdentifier, type IngressIdentifierConfig }
 import '../../../src/protocol/h2/identifiers.js';
 import { INGRESSES } from '../../../src/protocol/orch/index.js';
 import { constant } from '../../../src/service/policy/index.js';
-import { FakeOrchApi } from '../../helpers/fake-orch-api.js';
+import { FakeOrchApi, inClusterEnvironment } from '../../helpers/fake-orch-api.js';
 import { freePort } from '../../helpers/local-servers.js';
+import { makeCerts } from '../../router/harness.js';
 
 function cfg(extra: Partial<IngressIdentifierConfig>): IngressIdentifierConfig {
   return validate(kindSlot('identifier'), { kind: 'io.prx.ingress', ...extra }) as IngressIdentifierConfig;
@@ -233,6 +234,23 @@ describe('io.prx.ingress without the API', () => {
     } finally {
       id.close();
       await api?.close();
+    }
+  });
+});
+
+describe('io.prx.ingress in a pod', () => {
+  it('without host, reads the Ingresses over HTTPS with the service-account token', async () => {
+    const certs = makeCerts();
+    const api = await new FakeOrchApi({ token: 'pod-token', tls: { certFile: certs.serverCert, keyFile: certs.serverKey, caFile: certs.caCert } }).start();
+    const id = new IngressIdentifier(cfg({}), readPath('/svc'), { ...FAST, environment: inClusterEnvironment(api, 'pod-token') });
+    try {
+      api.put(INGRESSES, ingressObject('pod', [['/p', 'p', 'http']]));
+      await eventually(() => outcome(id, req('/p', 'h')) === '/svc/default/http/p', 'the rules over TLS');
+      assert.equal(id.state().api, `https://127.0.0.1:${api.port}`);
+      assert.ok(api.requests.length > 0 && api.requests.every((r) => r.authorization === 'Bearer pod-token'));
+    } finally {
+      id.close();
+      await api.close();
     }
   });
 });
