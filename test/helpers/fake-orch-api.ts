@@ -16,7 +16,7 @@
 // resource (404), split or coalesce event chunks, fail the next requests.
 import { type IncomingMessage, type Server, type ServerResponse, createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +67,7 @@ export class FakeOrchApi {
   readonly #uninstalled = new Set<string>();
   readonly #watches = new Set<Watch>();
   readonly #opts: FakeOrchApiOptions;
+  readonly #sockets = new Set<Socket>();
   #log: LogEvent[] = [];
   #server: Server | undefined;
   #port = 0;
@@ -117,6 +118,11 @@ export class FakeOrchApi {
       server.once('error', reject);
       server.listen(port, '127.0.0.1', () => resolve());
     });
+    // Every socket, TLS handshakes included (closeAllConnections misses those), so close() ends them all.
+    server.on('connection', (sock: Socket) => {
+      this.#sockets.add(sock);
+      sock.once('close', () => this.#sockets.delete(sock));
+    });
     this.#server = server;
     this.#port = (server.address() as AddressInfo).port;
     return this;
@@ -127,8 +133,10 @@ export class FakeOrchApi {
     this.#server = undefined;
     if (!server) return;
     this.dropWatches();
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const sock of this.#sockets) sock.destroy();
+    await closed;
   }
 
   /** Forgets every event up to now: watches from an older resourceVersion get 410. */
@@ -161,7 +169,7 @@ export class FakeOrchApi {
   }
 
   /** Creates or replaces an object (another client's write); its namespace defaults to `default`. */
-  put(res: OrchResource, body: { metadata: { name: string; namespace?: string } } & Record<string, unknown>): FakeObject {
+  put(res: OrchResource, body: { metadata: { name: string; namespace?: string } & Record<string, unknown> } & Record<string, unknown>): FakeObject {
     const ns = body.metadata.namespace ?? 'default';
     return this.#apply(res, ns, body.metadata.name, body);
   }
