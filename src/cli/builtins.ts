@@ -15,6 +15,7 @@ import '../router/thrift/thriftmux.js';
 import '../namer/fs.js';
 import '../namer/kvstore.js';
 import '../namer/serversets.js';
+import '../namer/orch.js';
 
 // Announcers (the ZooKeeper client is loaded only once something is announced).
 import '../namer/serversets-announcer.js';

@@ -9,6 +9,7 @@ import {
 import { IdentifierServer } from '../admin/identifier-server.js';
 import { adminListener } from './admin-listener.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
+import { namerStateEndpoints } from '../admin/naming/namer-state.js';
 import { delegatorEndpoint, emptyBaseDtab, type DelegationNamespace } from '../admin/naming/delegator.js';
 import { dtabLinters } from '../admin/naming/dtab-lint.js';
 import { registerProxyUi, type UiRouter } from '../admin/ui/index.js';
@@ -276,6 +277,7 @@ export class ProxyProcess {
     this.routers.forEach((r, i) => this.#addInterpreterState(r, this.config.routers[i]?.interpreter.kind ?? 'default'));
     const enumerating = this.#parts.namers.flatMap((n) => (isEnumerating(n.running) ? [n.running] : []));
     admin.add(boundNamesEndpoint(() => enumerating));
+    for (const e of namerStateEndpoints(this.namers)) admin.add(e);
     const uiRouters = this.uiRouters();
     registerProxyUi(admin, { registry: this.registry, version: prxVersion(), routers: () => uiRouters });
     for (const linter of dtabLinters(() => ({

@@ -1,6 +1,7 @@
 import '../resolver/builtins.js';
 import { createAdmin, registerMetricsEndpoints, type Admin, type AdminEndpoint } from '../admin/index.js';
 import { boundNamesEndpoint } from '../admin/naming/bound-names.js';
+import { namerStateEndpoints } from '../admin/naming/namer-state.js';
 import { type DelegationNamespace, delegatorEndpoint } from '../admin/naming/delegator.js';
 import { registerResolverUi } from '../admin/ui/index.js';
 import { ConfigError, ConfigReadError } from '../config/errors.js';
@@ -90,7 +91,7 @@ async function exit(code: number): Promise<void> {
 /**
  * The resolver's admin interface: the proxy's, with the delegator at `/dtab/delegator.json`
  * (explaining delegations through the stored dtabs, to which a request's `dtab` is appended), the
- * metrics endpoints, `/bound-names.json`, and for `io.prx.kvstore` storage the stored dtabs at
+ * metrics endpoints, `/bound-names.json`, `/namer_state/<prefix>.json` of namers with state, and for `io.prx.kvstore` storage the stored dtabs at
  * `/storage/<pathPrefix>.json`.
  */
 export function resolverAdmin(parts: ResolverParts): Admin {
@@ -109,6 +110,7 @@ export function resolverAdmin(parts: ResolverParts): Admin {
   registerMetricsEndpoints(admin, parts.registry);
   admin.add({ ...delegatorEndpoint('/dtab/delegator.json', () => delegationNamespaces(parts)), category: 'ui' });
   admin.add(boundNamesEndpoint(() => parts.enumerating));
+  for (const e of namerStateEndpoints(parts.namers)) admin.add(e);
   registerResolverUi(admin, { store: storedDtabs(parts) });
   const storage = parts.config.storage;
   if (storage.kind === 'io.prx.kvstore' && typeof storage['pathPrefix'] === 'string') {

@@ -15,6 +15,24 @@ export class TransformerHostLookupError extends PrxError {
   }
 }
 
+/** `io.prx.orch.localnode` lacks the environment variable that says which node it is on (or it is malformed). */
+export class LocalnodeEnvError extends PrxError {
+  /** The reason alone, for a config issue that names the key path itself. */
+  readonly reason: string;
+  constructor(reason: string) {
+    super('PRX_ERR_TRANSFORMER_LOCALNODE_ENV', `io.prx.orch.localnode: ${reason}`);
+    this.reason = reason;
+  }
+}
+
+/** `io.prx.orch.daemonset` could not read its daemon set's endpoints before it ever had them. */
+export class DaemonsetUnavailableError extends PrxError {
+  constructor(namespace: string, service: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super('PRX_ERR_TRANSFORMER_DAEMONSET_UNAVAILABLE', `io.prx.orch.daemonset: cannot read the endpoints of ${namespace}/${service}: ${reason}`, { cause });
+  }
+}
+
 /** The dtab file of an `io.prx.fs` interpreter does not parse. */
 export class DtabFileError extends PrxError {
   constructor(file: string, reason: string) {

@@ -15,6 +15,16 @@ export interface EnumeratingNamer extends Namer {
   boundNames(): Activity<Path[]>;
 }
 
+/** A namer with internal state to show at `/namer_state/<prefix>.json` (its watches, their health). */
+export interface StatefulNamer extends Namer {
+  adminState(): unknown;
+}
+
+/** Whether `namer` shows a `/namer_state` view. */
+export function isStateful(namer: Namer): namer is StatefulNamer {
+  return typeof (namer as Partial<StatefulNamer>).adminState === 'function';
+}
+
 /** A namer instance with a lifecycle (closes its watches and timers). */
 export interface RunningNamer extends Namer {
   close(): void;

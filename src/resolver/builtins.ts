@@ -6,6 +6,7 @@
 import '../namer/fs.js';
 import '../namer/kvstore.js';
 import '../namer/serversets.js';
+import '../namer/orch.js';
 
 // Telemeters (tracers they supply are ignored: the resolver does not trace).
 import '../telemetry/udpstats.js';

@@ -82,14 +82,18 @@ export function onlyLeaf(s: State<NameTree<BoundName>>): BoundName {
 
 export const PREFIX = readPath('/#/io.prx.test');
 
-/** An in-memory namer: `/#/io.prx.test/<name>` is a leaf whose addresses the test sets. */
+/**
+ * An in-memory namer: `/#/io.prx.test/<name>` is a leaf whose addresses the test sets, each
+ * `host:port`, or `host:port@node` for an address with `nodeName` metadata (as the orch namer sets).
+ */
 export class MapNamer implements Namer {
   readonly #addrs = new Map<string, MutableVar<Addr>>();
 
   set(name: string, addrs: readonly string[]): void {
-    const addr = addrBound(addrs.map((a) => {
+    const addr = addrBound(addrs.map((text) => {
+      const [a = '', node] = text.split('@');
       const i = a.lastIndexOf(':');
-      return address(a.slice(0, i).replace(/^\[|\]$/g, ''), Number(a.slice(i + 1)));
+      return address(a.slice(0, i).replace(/^\[|\]$/g, ''), Number(a.slice(i + 1)), 1, node === undefined ? undefined : { nodeName: node });
     }));
     const v = this.#addrs.get(name);
     if (v) v.update(addr);

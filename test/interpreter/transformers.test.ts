@@ -38,7 +38,7 @@ test('transformer configs: defaults, required keys, unknown kinds', () => {
   fails([{ kind: 'io.prx.replace', path: 'nope' }], "[0].path: invalid path: '/' expected but 'n' found at '[n]ope'");
   fails([{ kind: 'io.prx.const' }], '[0].path: required key is missing');
   fails([{ kind: 'io.prx.port', port: 1, extra: true }], '[0]');
-  fails([{ kind: 'io.prx.nope' }], 'unknown transformer kind "io.prx.nope" (known kinds: io.prx.const, io.prx.localhost, io.prx.port, io.prx.replace, io.prx.specificHost');
+  fails([{ kind: 'io.prx.nope' }], 'unknown transformer kind "io.prx.nope" (known kinds: io.prx.const, io.prx.localhost, io.prx.orch.daemonset, io.prx.orch.localnode, io.prx.port, io.prx.replace, io.prx.specificHost');
 });
 
 test('io.prx.port: ids get /%/io.prx.port/<port>, every address the port; updates flow; equal addresses collapse', async () => {

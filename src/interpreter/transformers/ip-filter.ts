@@ -57,12 +57,17 @@ export function resolveOnce(lookup: () => Promise<Iterable<string>>): Var<State<
  * Failed pass through unchanged.
  */
 export function keepAddresses(addr: Addr, ips: IpSet): Addr {
+  return keepMatching(addr, (a) => ips.has(a.host));
+}
+
+/** The addresses of `addr` that `keep` accepts, as {@link keepAddresses}; an unchanged set is the same object. */
+export function keepMatching(addr: Addr, keep: (a: Address) => boolean): Addr {
   if (addr.kind !== 'bound') return addr;
   let kept: Address[] | undefined;
   const all = addr.addresses;
   for (let i = 0; i < all.length; i++) {
     const a = all[i] as Address;
-    if (ips.has(a.host)) {
+    if (keep(a)) {
       if (kept !== undefined) kept.push(a);
     } else {
       kept ??= all.slice(0, i);

@@ -21,6 +21,8 @@ import {
   IdentificationCache,
   IngressIdentifier,
   ingressIdentifierSchema,
+  MeshctlIdentifier,
+  meshctlIdentifierSchema,
   PathIdentifier,
   unidentified,
   type HttpIdentifier,
@@ -82,6 +84,13 @@ defineH2Identifier({
   kind: 'io.prx.ingress',
   schema: ingressIdentifierSchema,
   create: (cfg, ctx) => new IngressIdentifier(cfg, ctx.dstPrefix, { log: ctx.log, hostHeaders: [':authority', 'host'] }),
+});
+
+// `io.prx.orch.meshctl`: the http kind on `:authority` (its Host fallback) and `:scheme`.
+defineH2Identifier({
+  kind: 'io.prx.orch.meshctl',
+  schema: meshctlIdentifierSchema,
+  create: (cfg, ctx) => new MeshctlIdentifier(ctx.dstPrefix, cfg, true),
 });
 
 const identifierList = oneOrMany(kindSlot('h2Identifier'));

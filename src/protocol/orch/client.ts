@@ -8,14 +8,6 @@ import { JsonObjectSplitter } from './json-stream.js';
 import type { OrchResource, WatchEvent } from './types.js';
 import { StringDecoder } from 'node:string_decoder';
 
-// undici (and the tls, crypto and zlib it loads) only when an orchestrator kind is configured:
-// the identifier and interpreter kinds register with every proxy, most of which never use them.
-let undiciModule: typeof Undici | undefined;
-function undici(): typeof Undici {
-  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
-  return undiciModule;
-}
-
 /** Where a kind's `host`/`port` keys point. No host: in-cluster when possible, else `kubectl proxy` on localhost. */
 export interface OrchApiTarget {
   readonly host?: string | undefined;
@@ -27,6 +19,13 @@ export interface OrchApiEnvironment {
   readonly env?: NodeJS.ProcessEnv;
   /** Defaults to the standard mount point of a pod's service-account token and CA. */
   readonly serviceAccountDir?: string;
+}
+
+// undici loads tls, crypto and zlib: a proxy without an orchestrator kind never loads it.
+let undiciModule: typeof Undici | undefined;
+function undici(): typeof Undici {
+  undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici;
+  return undiciModule;
 }
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';

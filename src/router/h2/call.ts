@@ -10,6 +10,8 @@ import { clearContext, combineDeadlines, deadlineAfter, epochNanos, readDeadline
 import { clearResponseContext } from '../../protocol/http/headers/error-response.js';
 import { MaxConcurrentRequestsError, RoutingLoopError, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
 import { appendVia, checkCallDepth } from '../../protocol/http/headers/via.js';
+import { pathOf } from '../../protocol/http/identifiers/index.js';
+import { MeshctlRedirect, type PolicyRequest } from '../../protocol/http/policies.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import type { TraceId } from '../../service/tracing.js';
 import type { H2ServerStream } from '../../protocol/h2/wire/server-stream.js';
@@ -54,6 +56,10 @@ export class H2Call implements H2ResponseSink {
   readonly remoteAddress: string | undefined;
   /** The status sent downstream (0: none, or a reset). */
   status = 0;
+  /** What the router's authorizers and loggers see of the stream (set once identified, when it has any). */
+  policyRequest: PolicyRequest | undefined;
+  /** Every authorizer let the stream through. */
+  authorized = false;
   #lease: Lease<H2PathService> | undefined;
   #body: H2RequestBody | null = null;
   #done = false;
@@ -76,6 +82,11 @@ export class H2Call implements H2ResponseSink {
     try {
       if (overloaded) throw new MaxConcurrentRequestsError();
       const req = this.#inbound();
+      const policy = this.server.router.policy;
+      if (this.policyRequest !== undefined && policy.authorizers.length > 0) {
+        await policy.authorize(this.policyRequest);
+        this.authorized = true;
+      }
       const lease = (this.#lease = this.server.router.pathService(this.dst as Path, this.localDtab as Dtab));
       const svc = (this.service = lease.value);
       const c = svc.classifier;
@@ -111,9 +122,15 @@ export class H2Call implements H2ResponseSink {
       const socket = this.stream.session?.socket;
       throw new UnknownDestinationError({ method, uri: path, remoteAddress: socket?.remoteAddress, remotePort: socket?.remotePort }, id.reason);
     }
+    if (id.kind === 'redirect') throw new MeshctlRedirect(id.status, id.location);
     if (router.via.seenInHeaders(h)) throw new RoutingLoopError(id.dst.show, router.label, router.via.token);
     this.dst = id.dst;
+    if (router.policy.active) this.policyRequest = { path: pathOf(path), target: id.meshTarget };
     if (id.url !== undefined) h[':path'] = id.url;
+    if (id.authority !== undefined) {
+      h[':authority'] = id.authority;
+      if (h['host'] !== undefined) h['host'] = id.authority;
+    }
     h['prx-dst-service'] = id.dst.show;
     writeDtabHeader(h, localDtab);
     appendVia(h, server.via);
@@ -264,6 +281,7 @@ export class H2Call implements H2ResponseSink {
   #finish(success: boolean): void {
     if (this.#done) return;
     this.#done = true;
+    if (this.policyRequest !== undefined) this.server.router.policy.completed(this.policyRequest, this.status, performance.now() - this.started, this.authorized);
     this.server.end(this, this.status, success);
   }
 }

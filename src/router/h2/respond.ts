@@ -11,6 +11,7 @@ import { H2Code, StreamResetError } from '../../protocol/h2/errors.js';
 import { GrpcStatus, grpcErrorHeaders } from '../../protocol/h2/grpc.js';
 import { errorHeaderValue, renderError } from '../../protocol/http/headers/error-response.js';
 import { InvalidDtabHeaderError, ProxyError, RichConnectionFailedError, RichNoBrokersAvailableError, richRoutingFailure, UnknownDestinationError } from '../../protocol/http/headers/proxy-errors.js';
+import { MeshctlDeniedError, MeshctlRedirect } from '../../protocol/http/policies.js';
 import { BindingFailedError, FailureFlag, RouterFailure } from '../../service/failures.js';
 import { requestDtabFailure } from '../core/binding.js';
 
@@ -43,6 +44,13 @@ export function answerFor(err: unknown, r: FailedRequest): H2Answer {
   // An upstream reset passes through as it is, gRPC or not: the client's library knows what
   // REFUSED_STREAM (safe to retry), CANCEL and INTERNAL_ERROR mean.
   if (e instanceof StreamResetError && e.by === 'upstream') return { kind: 'reset', code: e.h2Code === H2Code.NO_ERROR ? H2Code.INTERNAL_ERROR : e.h2Code };
+  // A route rule's redirect, and a mixer's refusal, are answers, not failures: always a response.
+  if (e instanceof MeshctlRedirect) return { kind: 'response', status: e.status, headers: { location: e.location, 'content-length': '0' }, body: Buffer.alloc(0) };
+  if (e instanceof MeshctlDeniedError) {
+    if (r.grpc) return { kind: 'grpc', status: e.grpcCode, message: e.message };
+    const rendered = renderError(e);
+    return { kind: 'response', status: rendered.status, headers: rendered.headers, body: rendered.body };
+  }
   if (r.grpc) return { kind: 'grpc', status: grpcStatusFor(e), message: e instanceof Error ? e.message : String(e) };
   if (e instanceof StreamResetError) return { kind: 'reset', code: e.by === 'upstream' ? e.h2Code : H2Code.CANCEL };
   if (e instanceof UnknownDestinationError) return { kind: 'reset', code: H2Code.REFUSED_STREAM };

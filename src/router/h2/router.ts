@@ -3,6 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http2';
 import { H2ClientProtocol } from '../../protocol/h2/client-protocol.js';
 import type { H2Classification, H2EndpointOptions, H2Exchange, H2Request } from '../../protocol/h2/client-transport.js';
 import { h2IdentifierFromConfig, type H2Identifier } from '../../protocol/h2/identifiers.js';
+import { identificationJson } from '../../protocol/http/identifiers/index.js';
+import { RequestPolicy } from '../../protocol/http/policies.js';
 import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.js';
 import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
@@ -25,6 +27,8 @@ import { serviceStats } from '../../service/stats/index.js';
 export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOptions, H2Classification, ResolvedH2Client> implements H2RouterHost {
   readonly cfg: H2RouterConfig;
   readonly identifier: H2Identifier;
+  /** The router's `requestAuthorizers` and `loggers`. */
+  readonly policy: RequestPolicy;
   readonly accessLog: AccessLog | undefined;
   readonly via = new ViaStamp();
   readonly #trace: (headers: IncomingHttpHeaders) => TraceId;
@@ -40,6 +44,7 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
       return clientSpan(propagator, h, serverSpan(propagator, h, { tracer }), { tracer });
     };
     this.identifier = h2IdentifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label, log: this.log });
+    this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers, { stats: this.stats });
     this.accessLog = routerAccessLog(
       { path: cfg.h2AccessLog, rollPolicy: cfg.h2AccessLogRollPolicy, append: cfg.h2AccessLogAppend, rotateCount: cfg.h2AccessLogRotateCount },
       this.log,
@@ -67,11 +72,12 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
   identify(req: IdentifiableRequest): Promise<unknown> {
     const headers = { ...req.headers, ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':authority': firstOf(req.headers['host']) ?? '' };
     const id = this.identifier.identify({ method: req.method ?? 'GET', url: req.url ?? '/', httpVersion: '2.0', headers });
-    return Promise.resolve(id.kind === 'identified' ? { path: id.dst.show, ...(id.url === undefined ? {} : { url: id.url }) } : { error: id.reason });
+    return Promise.resolve(identificationJson(id));
   }
 
   protected override async closed(): Promise<void> {
     this.identifier.close?.();
+    this.policy.close();
     await this.accessLog?.close();
   }
 }

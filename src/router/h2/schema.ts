@@ -49,6 +49,7 @@ export const h2RouterSchema = z.strictObject({
   service: servicePolicy({ responseClassifier: responseClassifierSlot('h2').optional(), classificationTimeoutMs: durationMs.optional(), retryBufferSize: retryBufferSize.optional() }),
   identifier: oneOrMany(kindSlot('h2Identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
+  loggers: z.array(kindSlot('logger')).default([]),
   tracePropagator: kindSlot('tracePropagator', { default: { kind: 'io.prx.default' } }),
   h2AccessLog: filePath.optional(),
   h2AccessLogRollPolicy: rollPolicy.default('Never'),

@@ -5,6 +5,7 @@ import type { AccessLog } from '../../protocol/http/access-log.js';
 import type { TraceId, Tracer } from '../../service/tracing.js';
 import type { H2Classification, H2EndpointOptions, H2Exchange, H2Request } from '../../protocol/h2/client-transport.js';
 import type { H2Identifier } from '../../protocol/h2/identifiers.js';
+import type { RequestPolicy } from '../../protocol/http/policies.js';
 import type { ViaStamp } from '../../protocol/http/headers/via.js';
 import type { Lease } from '../core/cache.js';
 import type { PathService, Served } from '../core/path-service.js';
@@ -25,6 +26,8 @@ export interface H2RouterHost {
   readonly baseDtab: Dtab;
   readonly interpreter: NameInterpreter;
   readonly identifier: H2Identifier;
+  /** The router's `requestAuthorizers` and `loggers`. */
+  readonly policy: RequestPolicy;
   readonly via: ViaStamp;
   readonly accessLog: AccessLog | undefined;
   readonly bindingTimeoutMs: number;

@@ -98,6 +98,8 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
       });
     }
     if (status > 0) this.#statuses?.record(status);
+    const policyRequest = ctx.policyRequest;
+    if (policyRequest !== undefined) this.router.policy.completed(policyRequest, status, performance.now() - ctx.started, ctx.authorized);
     this.router.accessLog?.log(ctx.accessLogEntry(status));
     stats.end(success, performance.now() - ctx.started);
   }
@@ -111,6 +113,11 @@ export class HttpServerHandler implements ServerCallbacks, HttpServerView, Proto
       // Only a request whose body must be read first waits here.
       if (ingress instanceof Promise) ingress = await ingress;
       if (ingress.kind === 'answered') return;
+      const policyRequest = ctx.policyRequest;
+      if (policyRequest !== undefined && this.router.policy.authorizers.length > 0) {
+        await this.router.policy.authorize(policyRequest);
+        ctx.authorized = true;
+      }
       const diagnostic = diagnosticFor(ctx);
       lease = this.router.pathService(ctx.dst as Path, ctx.localDtab as Dtab);
       const svc = lease.value;

@@ -10,6 +10,8 @@ import type { OutboundRequest } from '../../protocol/http/client-transport.js';
 import type { HttpPathService, HttpServed, HttpServerView, RequestScope } from './types.js';
 import { writeErrorResponse } from './egress.js';
 import { clientCertHeader } from '../../protocol/http/h1/tls-peer.js';
+import { pathOf } from '../../protocol/http/identifiers/index.js';
+import type { PolicyRequest } from '../../protocol/http/policies.js';
 
 
 /** What ingress decided: `routed` leaves the destination in the context's `dst` and `localDtab`. */
@@ -35,6 +37,10 @@ export class RequestContext implements ResponseOwner, RequestScope {
   dst: Path | undefined;
   localDtab: Dtab | undefined;
   traceId: TraceId | undefined;
+  /** What the router's authorizers and loggers see of the request (set once identified, when it has any). */
+  policyRequest: PolicyRequest | undefined;
+  /** Every authorizer let the request through (authorizers then hear of its completion). */
+  authorized = false;
   /** Status sent to the client (0 until the head is written). */
   status = 0;
   /** The response's Content-Length as sent, for the access log. */
@@ -123,9 +129,12 @@ export class RequestContext implements ResponseOwner, RequestScope {
       if (identified.kind === 'unidentified') {
         throw new UnknownDestinationError({ method: out.method, uri: url, remoteAddress: req.socket.remoteAddress, remotePort: req.socket.remotePort }, identified.reason);
       }
+      if (identified.kind === 'redirect') return this.#redirect(identified.status, identified.location);
       // This router's own Via entry on the way in: the request looped back here (first revisit).
       if (router.via.seenInHeaders(headers)) throw new RoutingLoopError(identified.dst.show, router.label, router.via.token);
+      if (router.policy.active) this.policyRequest = { path: pathOf(url), target: identified.meshTarget };
       if (identified.url !== undefined) out.path = identified.url;
+      if (identified.authority !== undefined) out.headers.host = identified.authority;
       this.dst = identified.dst;
       this.localDtab = localDtab;
       stampOutboundRequest(req, out, identified.dst.show, localDtab, router.via.entry(req.httpVersion), this.server.cfg.timestampHeader);
@@ -137,6 +146,16 @@ export class RequestContext implements ResponseOwner, RequestScope {
     } catch (err) {
       return this.#answerError(err);
     }
+  }
+
+  /** A route rule's redirect: answered here, with no body, and counted as a success. */
+  #redirect(status: number, location: string): IngressResult {
+    this.status = status;
+    this.responseLength = 0;
+    this.succeedOnFinish(true);
+    this.res.writeHead(status, { location, 'content-length': '0' });
+    this.res.end();
+    return ANSWERED;
   }
 
   #answerError(err: unknown): IngressResult {

@@ -6,7 +6,8 @@ import { routerAccessLog, type AccessLog } from '../../protocol/http/access-log.
 import type { EndpointOptions, OutboundRequest } from '../../protocol/http/client-transport.js';
 import { clientSpan, propagatorFromConfig, serverSpan } from '../../protocol/http/headers/trace-propagator.js';
 import { ViaStamp } from '../../protocol/http/headers/via.js';
-import { identifierFromConfig, type HttpIdentifier } from '../../protocol/http/identifiers/index.js';
+import { identificationJson, identifierFromConfig, type HttpIdentifier } from '../../protocol/http/identifiers/index.js';
+import { RequestPolicy } from '../../protocol/http/policies.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import { RouterBase } from '../core/router-base.js';
 import type { RoutingAdapter } from '../core/routing.js';
@@ -25,6 +26,8 @@ import type { HttpRouterHost, RequestScope } from './types.js';
 export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, EndpointOptions, ResponseClassifier, ResolvedClient> implements HttpRouterHost {
   readonly cfg: HttpRouterConfig;
   readonly identifier: HttpIdentifier;
+  /** The router's `requestAuthorizers` and `loggers`. */
+  readonly policy: RequestPolicy;
   readonly accessLog: AccessLog | undefined;
   /** Trace propagation on each routed request (the router's `tracePropagator`). */
   readonly trace: (ctx: RequestScope, headers: IncomingHttpHeaders) => void;
@@ -49,6 +52,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
     this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label, log: this.log });
+    this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers, { stats: this.stats });
     this.accessLog = routerAccessLog(
       { path: cfg.httpAccessLog, rollPolicy: cfg.httpAccessLogRollPolicy, append: cfg.httpAccessLogAppend, rotateCount: cfg.httpAccessLogRotateCount },
       this.log,
@@ -58,13 +62,12 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
 
   identify(req: IdentifiableRequest): Promise<unknown> {
     const id = this.identifier.identify({ method: req.method ?? 'GET', url: req.url ?? '/', httpVersion: req.httpVersion, headers: req.headers });
-    return Promise.resolve(
-      id.kind === 'identified' ? { path: id.dst.show, ...(id.url === undefined ? {} : { url: id.url }) } : { error: id.reason },
-    );
+    return Promise.resolve(identificationJson(id));
   }
 
   protected override async closed(): Promise<void> {
     this.identifier.close?.();
+    this.policy.close();
     await this.accessLog?.close();
   }
 }

@@ -62,6 +62,7 @@ export const httpRouterSchema = z.strictObject({
   service: servicePolicy({ responseClassifier: responseClassifierSlot('http').optional() }),
   identifier: oneOrMany(kindSlot('identifier')).prefault([{ kind: 'io.prx.header.token' }]),
   requestAuthorizers: z.array(kindSlot('requestAuthorizer')).default([]),
+  loggers: z.array(kindSlot('logger')).default([]),
   tracePropagator: kindSlot('tracePropagator', { default: { kind: 'io.prx.default' } }),
   httpAccessLog: filePath.optional(),
   httpAccessLogRollPolicy: rollPolicy.default('Never'),

@@ -10,6 +10,7 @@ import type { RequestBodyLimits } from '../../protocol/http/inbound-request.js';
 import type { Lease } from '../core/cache.js';
 import type { InboundRequest, InboundResponse } from '../../protocol/http/h1/server.js';
 import type { HttpIdentifier } from '../../protocol/http/identifiers/index.js';
+import type { PolicyRequest, RequestPolicy } from '../../protocol/http/policies.js';
 import type { ViaStamp } from '../../protocol/http/headers/via.js';
 import type { UpstreamExchange } from '../../protocol/http/upstream.js';
 import type { Client } from '../core/client.js';
@@ -36,6 +37,8 @@ export interface HttpRouterView {
   readonly baseDtab: Dtab;
   readonly interpreter: NameInterpreter;
   readonly identifier: HttpIdentifier;
+  /** The router's `requestAuthorizers` and `loggers`. */
+  readonly policy: RequestPolicy;
   readonly via: ViaStamp;
   /** Trace propagation on a routed request (the router's `tracePropagator`). */
   trace(ctx: RequestScope, headers: IncomingHttpHeaders): void;
@@ -65,6 +68,10 @@ export interface RequestScope {
   readonly dst: Path | undefined;
   readonly localDtab: Dtab | undefined;
   readonly served: HttpServed | undefined;
+  /** What the router's authorizers and loggers see of the request (undefined: not identified, or none configured). */
+  readonly policyRequest: PolicyRequest | undefined;
+  /** Every authorizer let the request through. */
+  readonly authorized: boolean;
   traceId: TraceId | undefined;
   /** Status sent to the client (0 until the head is written). */
   status: number;

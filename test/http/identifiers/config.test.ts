@@ -15,7 +15,7 @@ import {
 
 const ctx: IdentifierContext = { dstPrefix: readPath('/svc'), routerLabel: 'http' };
 const req = (url: string, headers: IdentifyRequest['headers'] = {}): IdentifyRequest => ({ method: 'GET', url, httpVersion: '1.1', headers });
-const name = (r: Identification): string => (r.kind === 'identified' ? r.dst.show : `unidentified: ${r.reason}`);
+const name = (r: Identification): string => (r.kind === 'identified' ? r.dst.show : r.kind === 'redirect' ? `redirect: ${r.location}` : `unidentified: ${r.reason}`);
 
 function configError(f: () => unknown): ConfigError {
   try {
@@ -28,8 +28,8 @@ function configError(f: () => unknown): ConfigError {
 }
 
 describe('identifier kinds in the config registry', () => {
-  it('registers the http kinds', () => {
-    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static', 'io.prx.ingress']) {
+  it('registers the http kinds, the orchestrator ones included', () => {
+    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static', 'io.prx.orch.meshctl', 'io.prx.ingress']) {
       assert.ok(lookupKind('identifier', kind), kind);
     }
   });
@@ -85,8 +85,9 @@ describe('identifierFromConfig', () => {
   it('refuses unknown kinds listing the known ones, bad values and empty lists', () => {
     const unknown = configError(() => identifierFromConfig({ kind: 'io.prx.nope' }, ctx));
     assert.equal(unknown.code, 'PRX_ERR_CONFIG_UNKNOWN_KIND');
-    assert.match(unknown.lines[0] ?? '', /^kind: unknown identifier kind "io\.prx\.nope" \(known kinds: io\.prx\.header, io\.prx\.header\.token, io\.prx\.ingress, io\.prx\.methodAndHost, /);
-    assert.equal(unknown.lines.length, 1);
+    assert.deepEqual(unknown.lines, [
+      'kind: unknown identifier kind "io.prx.nope" (known kinds: io.prx.header, io.prx.header.token, io.prx.ingress, io.prx.methodAndHost, io.prx.orch.meshctl, io.prx.path, io.prx.static)',
+    ]);
     assert.deepEqual(configError(() => identifierFromConfig([{ kind: 'io.prx.path' }, { kind: 'io.prx.path', segments: 0 }], ctx)).lines, [
       '[1].segments: expected a positive integer, got 0',
     ]);

@@ -45,6 +45,7 @@ function req(url: string, host?: string): IdentifyRequest {
 
 function outcome(id: IngressIdentifier, r: IdentifyRequest): string {
   const res = id.identify(r);
+  if (res.kind === 'redirect') return `redirect: ${res.location}`;
   return res.kind === 'identified' ? res.dst.show : `unidentified: ${res.reason}`;
 }
 

@@ -22,6 +22,7 @@ function req(url: string, headers: IdentifyRequest['headers'] = {}, method = 'GE
 function outcome(id: HttpIdentifier, r: IdentifyRequest): string {
   const res: Identification = id.identify(r);
   if (res.kind === 'unidentified') return `unidentified: ${res.reason}`;
+  if (res.kind === 'redirect') return `redirect: ${res.location}`;
   return res.url === undefined ? res.dst.show : `${res.dst.show} ${res.url}`;
 }
 

@@ -31,7 +31,7 @@ before(async () => {
     const out: Record<string, string> = {};
     for (const [key, id] of Object.entries(identifiers)) {
       const r = id.identify(identifyRequest(req, distinct));
-      out[key] = r.kind === 'identified' ? r.dst.show + (r.url === undefined ? '' : ` ${r.url}`) : `unidentified: ${r.reason}`;
+      out[key] = r.kind === 'identified' ? r.dst.show + (r.url === undefined ? '' : ` ${r.url}`) : r.kind === 'redirect' ? `redirect: ${r.location}` : `unidentified: ${r.reason}`;
     }
     res.setHeader('connection', 'close');
     res.end(JSON.stringify(out));

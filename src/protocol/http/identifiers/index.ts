@@ -19,6 +19,7 @@ import './ingress.js';
 import './method-and-host.js';
 import './path.js';
 import './static.js';
+import './meshctl.js';
 
 export * from './types.js';
 export { HeaderTokenIdentifier, headerTokenIdentifierSchema, type HeaderTokenIdentifierConfig } from './header-token.js';
@@ -27,6 +28,7 @@ export { IngressTable, INGRESS_CLASS_ANNOTATION, servesIngress, hostOnly, type I
 export { HeaderIdentifier, headerIdentifierSchema, type HeaderIdentifierConfig } from './header.js';
 export { MethodAndHostIdentifier, methodAndHostIdentifierSchema, type MethodAndHostIdentifierConfig } from './method-and-host.js';
 export { PathIdentifier, pathIdentifierSchema, type PathIdentifierConfig } from './path.js';
+export { MeshctlIdentifier, meshctlIdentifierSchema, type MeshctlIdentifierConfig } from './meshctl.js';
 export { StaticIdentifier, staticIdentifierSchema, type StaticIdentifierConfig } from './static.js';
 
 const NO_IDENTIFIERS: Identification = Object.freeze({ kind: 'unidentified', reason: 'no identifiers are configured' });
@@ -41,7 +43,7 @@ class ComposedIdentifier implements HttpIdentifier {
     let result = NO_IDENTIFIERS;
     for (const identifier of this.#list) {
       result = identifier.identify(req);
-      if (result.kind === 'identified') return result;
+      if (result.kind !== 'unidentified') return result;
     }
     return result;
   }
@@ -77,4 +79,16 @@ export function identifierFromConfig(
       return def.create(c, ctx as never) as HttpIdentifier;
     }),
   );
+}
+
+/** An identification as the admin's identifier port shows it (`{path, url?, authority?}`, `{redirect}` or `{error}`). */
+export function identificationJson(id: Identification): Record<string, unknown> {
+  switch (id.kind) {
+    case 'identified':
+      return { path: id.dst.show, ...(id.url === undefined ? {} : { url: id.url }), ...(id.authority === undefined ? {} : { authority: id.authority }) };
+    case 'redirect':
+      return { redirect: id.location, status: id.status };
+    case 'unidentified':
+      return { error: id.reason };
+  }
 }

@@ -20,18 +20,33 @@ export type Identification =
   | {
       readonly kind: 'identified';
       readonly dst: Path;
-      /** rewritten request-target to forward (io.prx.path consume) */
+      /** rewritten request-target to forward (io.prx.path consume, a mesh-control rewrite) */
       readonly url?: string;
+      /** rewritten Host (`:authority` on h2) to forward (a mesh-control rewrite) */
+      readonly authority?: string;
+      /** What the mesh-control kinds report of the destination (set by io.prx.orch.meshctl). */
+      readonly meshTarget?: MeshTarget;
     }
-  | { readonly kind: 'unidentified'; readonly reason: string };
+  | { readonly kind: 'unidentified'; readonly reason: string }
+  /** The request is answered with a redirect instead of being routed (a mesh-control redirect rule). */
+  | { readonly kind: 'redirect'; readonly status: number; readonly location: string };
+
+/** The destination service and its labels, as a mesh-control identifier saw them. */
+export interface MeshTarget {
+  /** e.g. `reviews.default.svc.cluster.local` */
+  readonly service: string;
+  /** e.g. `{version: 'v1'}`; empty when the destination has no label selector */
+  readonly labels: Readonly<Record<string, string>>;
+}
 
 /**
- * Turns a request into a logical name (`dst`), or says why it cannot. Synchronous: one that
- * depends on outside state (`io.prx.ingress`) keeps it current in the background, and releases
- * it in `close`, which its router calls when it closes.
+ * Turns a request into a logical name (`dst`), or says why it cannot. Synchronous: an identifier
+ * that depends on remote state (io.prx.orch.meshctl, io.prx.ingress) answers from its last
+ * fetched copy.
  */
 export interface HttpIdentifier {
   identify(req: IdentifyRequest): Identification;
+  /** Stops background work (polling, watches); called when the router closes. */
   close?(): void;
 }
 
