@@ -1,7 +1,8 @@
 // The orchestrator kinds of the routing path in the assembled proxy, against the fake API: http and
 // h2 routers with the io.prx.ingress identifier routing real requests to real backends by live
-// Ingress rules (edited while traffic flows), and the io.prx.orch.configMap interpreter moving
-// traffic with its ConfigMap's dtab and showing a malformed one on the admin.
+// Ingress rules (edited while traffic flows; through the io.prx.orch namer to Endpoints too), and
+// the io.prx.orch.configMap interpreter moving traffic with its ConfigMap's dtab and showing a
+// malformed one on the admin.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
@@ -11,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { CONFIGMAPS, INGRESSES } from '../../src/protocol/orch/index.js';
+import { CONFIGMAPS, ENDPOINTS, INGRESSES } from '../../src/protocol/orch/index.js';
 import { FakeOrchApi } from '../helpers/fake-orch-api.js';
 import { freePort, routerPort, start, type Started } from './proxy-helpers.js';
 
@@ -77,6 +78,9 @@ before(async () => {
     writeFileSync(join(disco, 'default', 'http', name), `127.0.0.1 ${await httpBackend(name)}\n`);
   }
   for (const name of ['grpc-a', 'grpc-b']) writeFileSync(join(disco, 'default', 'http', name), `127.0.0.1 ${await h2Backend(name)}\n`);
+  // The Kubernetes way: the name goes to the io.prx.orch namer, which reads the service's Endpoints.
+  api.put(ENDPOINTS, { metadata: { name: 'pods', namespace: 'shop' }, subsets: [{ addresses: [{ ip: '127.0.0.1' }], ports: [{ name: 'http', port: await httpBackend('pods') }] }] });
+  api.put(INGRESSES, { ...ingress('k8s', 'k8s.test', [['/', 'Prefix', 'pods']]), metadata: { name: 'k8s', namespace: 'shop' } });
   api.put(INGRESSES, ingress('web', 'web.test', [['/', 'Prefix', 'web-a'], ['/shop', 'Prefix', 'shop'], ['/exact', 'Exact', 'shop']]));
   api.put(INGRESSES, ingress('grpc', 'grpc.test', [['/', 'Prefix', 'grpc-a']], { className: 'prx' }));
   api.put(INGRESSES, ingress('nginx', 'nginx.test', [['/', 'Prefix', 'web-b']], { annotations: { 'kubernetes.io/ingress.class': 'nginx' } }));
@@ -84,10 +88,11 @@ before(async () => {
   const orch = { host: '127.0.0.1', port: api.port };
   s = await start({
     admin: { port: await freePort(), ip: '127.0.0.1' },
-    namers: [{ kind: 'io.prx.fs', rootDir: disco }],
+    namers: [{ kind: 'io.prx.fs', rootDir: disco }, { kind: 'io.prx.orch', ...orch }],
     routers: [
       { protocol: 'http', label: 'web', identifier: { kind: 'io.prx.ingress', ...orch }, dtab: '/svc => /#/io.prx.fs', servers: [{ port: await freePort(), ip: '127.0.0.1' }] },
       { protocol: 'h2', label: 'grpc', identifier: { kind: 'io.prx.ingress', ...orch }, dtab: '/svc => /#/io.prx.fs', servers: [{ port: await freePort(), ip: '127.0.0.1' }] },
+      { protocol: 'http', label: 'k8s', identifier: { kind: 'io.prx.ingress', namespace: 'shop', ...orch }, dtab: '/svc => /#/io.prx.orch', servers: [{ port: await freePort(), ip: '127.0.0.1' }] },
       {
         protocol: 'http',
         label: 'cm',
@@ -182,6 +187,12 @@ describe('io.prx.ingress in the proxy', () => {
     assert.deepEqual(await h2get('grpc.test', '/app'), [200, 'grpc-b /app']);
   });
 
+  it('with the io.prx.orch namer, an Ingress rule reaches the pods in the Endpoints of its service', async () => {
+    await until(async () => ((await get('k8s', 'k8s.test', '/x'))[0] === 200 ? true : undefined), 'the pods through the namer');
+    assert.deepEqual(await get('k8s', 'k8s.test', '/x'), [200, 'pods /x']);
+    assert.equal((await get('k8s', 'web.test', '/x'))[0], 400, 'the namespace-scoped identifier serves only its namespace');
+  });
+
   it('a default backend serves unmatched requests; deleting the Ingress removes its rules', async () => {
     api.put(INGRESSES, ingress('catchall', 'none.test', [], { defaultBackend: 'fallback' }));
     await until(async () => ((await get('web', 'elsewhere.test', '/x'))[1] === 'fallback /x' ? true : undefined), 'the default backend');
@@ -220,7 +231,7 @@ describe('io.prx.orch.configMap in the proxy', () => {
 
 describe('shutdown', () => {
   it('ends every watch the identifiers and the interpreter opened', async () => {
-    assert.ok(api.openWatches(INGRESSES) >= 2 && api.openWatches(CONFIGMAPS) === 1, `open watches: ${api.openWatches()}`);
+    assert.ok(api.openWatches(INGRESSES) === 3 && api.openWatches(CONFIGMAPS) === 1, `open watches: ${api.openWatches()}`);
     await s.proxy.shutdown();
     await until(() => (api.openWatches() === 0 ? true : undefined), 'the watches to end', 10_000);
   });
