@@ -7,7 +7,7 @@ import {
   Activity, type BoundName, type Closable, ConfiguredNamersInterpreter, type DelegationSource, Dtab, type MountedNamer, type Name,
   type NameInterpreter, type NameTree, type Namer, type Path, Pending, type State, Var, ok, readDtab,
 } from '../naming/index.js';
-import { CONFIGMAPS, type ConfigMapObject, DEFAULT_ORCH_API_PORT, Informer, OrchApiClient, type OrchApiEnvironment } from '../protocol/orch/index.js';
+import { CONFIGMAPS, type ConfigMapObject, DEFAULT_ORCH_API_PORT, Informer, OrchApiClient, type OrchApiEnvironment, OrchInClusterError } from '../protocol/orch/index.js';
 import type { Backoff } from '../service/policy/index.js';
 import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
 import { ConfigMapDtabError } from './errors.js';
@@ -95,8 +95,13 @@ export class ConfigMapDtab {
     this.#key = `${cfg.namespace}/${cfg.name}`;
     this.#backoff = opts.backoff;
     this.#log = opts.log;
-    // Made now, so an incomplete in-cluster environment is a start-up error.
-    this.#client = OrchApiClient.create({ host: cfg.host, port: cfg.port }, opts.environment);
+    // Made now, so an incomplete in-cluster environment is a start-up error naming this kind.
+    try {
+      this.#client = OrchApiClient.create({ host: cfg.host, port: cfg.port }, opts.environment);
+    } catch (e) {
+      if (e instanceof OrchInClusterError) throw new OrchInClusterError(`io.prx.orch.configMap: ${e.message}`);
+      throw e;
+    }
     this.dtab = new Activity(Var.async<State<Dtab>>(Pending, (set) => this.#watch(set)));
   }
 

@@ -7,9 +7,9 @@ import '../../src/cli/builtins.js';
 import { ConfigError, kindSlot, validate, validateProxyConfig } from '../../src/config/index.js';
 import { Dtab, SystemNamer, readDtab, readPath } from '../../src/naming/index.js';
 import { OrchConfigMapInterpreter, type OrchConfigMapInterpreterConfig, interpreterState } from '../../src/interpreter/index.js';
-import { CONFIGMAPS } from '../../src/protocol/orch/index.js';
+import { CONFIGMAPS, OrchInClusterError } from '../../src/protocol/orch/index.js';
 import { constant } from '../../src/service/policy/index.js';
-import { FakeOrchApi } from '../helpers/fake-orch-api.js';
+import { FakeOrchApi, inClusterEnvironment } from '../helpers/fake-orch-api.js';
 import { MapNamer, PREFIX, eventually, showBound, untilShown } from './helpers.js';
 
 const FAST = { backoff: constant(50) };
@@ -21,6 +21,15 @@ describe('io.prx.orch.configMap config', () => {
       (e: unknown) =>
         e instanceof ConfigError &&
         e.issues.some((i) => i.path.join('.') === 'routers.0.interpreter' && /experimental/.test(i.message) && i.code === 'PRX_ERR_CONFIG_EXPERIMENTAL'),
+    );
+  });
+
+  it('a half-configured pod (a token, no KUBERNETES_SERVICE_HOST) is a start-up error naming the kind', () => {
+    const { serviceAccountDir } = inClusterEnvironment(new FakeOrchApi(), 't');
+    const cfg = validate(kindSlot('interpreter'), { kind: 'io.prx.orch.configMap', experimental: true, name: 'dtabs', filename: 'web' }) as OrchConfigMapInterpreterConfig;
+    assert.throws(
+      () => new OrchConfigMapInterpreter(cfg, [], new SystemNamer(), { environment: { env: {}, serviceAccountDir } }),
+      (e: unknown) => e instanceof OrchInClusterError && e.message.startsWith('io.prx.orch.configMap: '),
     );
   });
 

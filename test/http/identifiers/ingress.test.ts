@@ -7,7 +7,7 @@ import { ConfigError, kindSlot, validate } from '../../../src/config/index.js';
 import { readPath } from '../../../src/naming/index.js';
 import { type IdentifyRequest, IngressIdentifier, type IngressIdentifierConfig } from '../../../src/protocol/http/identifiers/index.js';
 import '../../../src/protocol/h2/identifiers.js';
-import { INGRESSES } from '../../../src/protocol/orch/index.js';
+import { INGRESSES, OrchInClusterError } from '../../../src/protocol/orch/index.js';
 import { constant } from '../../../src/service/policy/index.js';
 import { FakeOrchApi, inClusterEnvironment } from '../../helpers/fake-orch-api.js';
 import { freePort } from '../../helpers/local-servers.js';
@@ -240,6 +240,14 @@ describe('io.prx.ingress without the API', () => {
 });
 
 describe('io.prx.ingress in a pod', () => {
+  it('a half-configured pod (a token, no KUBERNETES_SERVICE_HOST) is an error naming the kind', () => {
+    const { serviceAccountDir } = inClusterEnvironment(new FakeOrchApi(), 't');
+    assert.throws(
+      () => new IngressIdentifier(cfg({}), readPath('/svc'), { environment: { env: {}, serviceAccountDir } }),
+      (e: unknown) => e instanceof OrchInClusterError && e.code === 'PRX_ERR_ORCH_IN_CLUSTER' && e.message.startsWith('io.prx.ingress: ') && /KUBERNETES_SERVICE_HOST/.test(e.message),
+    );
+  });
+
   it('without host, reads the Ingresses over HTTPS with the service-account token', async () => {
     const certs = makeCerts();
     const api = await new FakeOrchApi({ token: 'pod-token', tls: { certFile: certs.serverCert, keyFile: certs.serverKey, caFile: certs.caCert } }).start();

@@ -26,7 +26,7 @@ import { kindShape, nonEmptyString, port as portNumber, shortName } from '../../
 import type { Path } from '../../../naming/index.js';
 import type { Backoff } from '../../../service/policy/index.js';
 import {
-  DEFAULT_ORCH_API_PORT, INGRESSES, Informer, type IngressObject, OrchApiClient, type OrchApiEnvironment, type OrchApiError,
+  DEFAULT_ORCH_API_PORT, INGRESSES, Informer, type IngressObject, OrchApiClient, type OrchApiEnvironment, type OrchApiError, OrchInClusterError,
 } from '../../orch/index.js';
 import { IngressTable } from './ingress-rules.js';
 import { type HttpIdentifier, type Identification, type IdentifyRequest, defineIdentifier, firstHeader, pathOf, unidentified } from './types.js';
@@ -81,7 +81,7 @@ export class IngressIdentifier implements HttpIdentifier {
     this.#cfg = cfg;
     this.#hostHeaders = opts.hostHeaders ?? ['host'];
     this.#log = opts.log;
-    this.#client = OrchApiClient.create({ host: cfg.host, port: cfg.port }, opts.environment);
+    this.#client = apiClient(cfg, opts.environment);
     const tableOpts = { ingressClass: cfg.ingressClassAnnotation, ignoreDefaultBackends: cfg.ignoreDefaultBackends, dstPrefix };
     this.#informer = new Informer<IngressObject>(
       this.#client,
@@ -138,6 +138,16 @@ export class IngressIdentifier implements HttpIdentifier {
     if (e.message === this.#loggedError) return;
     this.#loggedError = e.message;
     this.#log?.warn({ api: this.#client.origin }, `ingress resources: ${e.message}${this.#table === undefined ? '' : '; keeping the last rules'}`);
+  }
+}
+
+/** The client, made at start-up so that a half-configured pod stops prx there, naming this kind. */
+function apiClient(cfg: IngressIdentifierConfig, environment: OrchApiEnvironment | undefined): OrchApiClient {
+  try {
+    return OrchApiClient.create({ host: cfg.host, port: cfg.port }, environment);
+  } catch (e) {
+    if (e instanceof OrchInClusterError) throw new OrchInClusterError(`io.prx.ingress: ${e.message}`);
+    throw e;
   }
 }
 
