@@ -40,6 +40,13 @@ export class DtabFileError extends PrxError {
   }
 }
 
+/** The dtab in an `io.prx.orch.configMap` interpreter's ConfigMap key does not parse. */
+export class ConfigMapDtabError extends PrxError {
+  constructor(configMap: string, key: string, reason: string) {
+    super('PRX_ERR_INTERPRETER_CONFIGMAP_DTAB', `config map ${configMap} key ${key}: ${reason}`);
+  }
+}
+
 /** The resolver answered a watch with an error (a status other than 200, or an error line). */
 export class ResolverHttpError extends PrxError {
   constructor(message: string) {

@@ -7,6 +7,7 @@ export * from './transformers/index.js';
 export * from './default.js';
 export * from './dtab-file.js';
 export * from './fs.js';
+export * from './orch-configmap.js';
 export * from './resolver-http.js';
 export * from './mesh.js';
 export * from './resolver-thrift.js';

@@ -19,6 +19,8 @@ import {
   firstHeader,
   HeaderTokenIdentifier,
   IdentificationCache,
+  IngressIdentifier,
+  ingressIdentifierSchema,
   MeshctlIdentifier,
   meshctlIdentifierSchema,
   PathIdentifier,
@@ -75,6 +77,13 @@ defineH2Identifier({
   kind: 'io.prx.header.path',
   schema: z.strictObject({ ...kindShape('io.prx.header.path'), header: nonEmptyString.default(':path'), segments: positiveInt.optional() }),
   create: (cfg, ctx) => new H2HeaderPathIdentifier(ctx.dstPrefix, cfg.header, cfg.segments),
+});
+
+// `io.prx.ingress`: HTTP/1.1's ingress rules, matched on `:authority` (`host` when absent).
+defineH2Identifier({
+  kind: 'io.prx.ingress',
+  schema: ingressIdentifierSchema,
+  create: (cfg, ctx) => new IngressIdentifier(cfg, ctx.dstPrefix, { log: ctx.log, hostHeaders: [':authority', 'host'] }),
 });
 
 // `io.prx.orch.meshctl`: the http kind on `:authority` (its Host fallback) and `:scheme`.

@@ -43,7 +43,7 @@ export class H2Router extends RouterBase<H2Request, H2Exchange, H2EndpointOption
       const h = headers as Record<string, string | string[] | undefined>;
       return clientSpan(propagator, h, serverSpan(propagator, h, { tracer }), { tracer });
     };
-    this.identifier = h2IdentifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
+    this.identifier = h2IdentifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label, log: this.log });
     this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers, { stats: this.stats });
     this.accessLog = routerAccessLog(
       { path: cfg.h2AccessLog, rollPolicy: cfg.h2AccessLogRollPolicy, append: cfg.h2AccessLogAppend, rotateCount: cfg.h2AccessLogRotateCount },

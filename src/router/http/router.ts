@@ -51,7 +51,7 @@ export class HttpRouter extends RouterBase<OutboundRequest, UpstreamExchange, En
       const server = serverSpan(propagator, headers, { tracer });
       rctx.traceId = clientSpan(propagator, headers, server, { tracer });
     };
-    this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label });
+    this.identifier = identifierFromConfig(cfg.identifier, { dstPrefix: this.dstPrefix, routerLabel: cfg.label, log: this.log });
     this.policy = new RequestPolicy(cfg.requestAuthorizers, cfg.loggers, { stats: this.stats });
     this.accessLog = routerAccessLog(
       { path: cfg.httpAccessLog, rollPolicy: cfg.httpAccessLogRollPolicy, append: cfg.httpAccessLogAppend, rotateCount: cfg.httpAccessLogRotateCount },

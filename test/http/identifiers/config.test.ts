@@ -28,11 +28,10 @@ function configError(f: () => unknown): ConfigError {
 }
 
 describe('identifier kinds in the config registry', () => {
-  it('registers the http kinds, the mesh-control one included', () => {
-    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static', 'io.prx.orch.meshctl']) {
+  it('registers the http kinds, the orchestrator ones included', () => {
+    for (const kind of ['io.prx.methodAndHost', 'io.prx.path', 'io.prx.header', 'io.prx.header.token', 'io.prx.static', 'io.prx.orch.meshctl', 'io.prx.ingress']) {
       assert.ok(lookupKind('identifier', kind), kind);
     }
-    assert.equal(lookupKind('identifier', 'io.prx.ingress'), undefined);
   });
 
   it('fills the defaults', () => {
@@ -84,10 +83,10 @@ describe('identifierFromConfig', () => {
   });
 
   it('refuses unknown kinds listing the known ones, bad values and empty lists', () => {
-    const unknown = configError(() => identifierFromConfig({ kind: 'io.prx.ingress' }, ctx));
+    const unknown = configError(() => identifierFromConfig({ kind: 'io.prx.nope' }, ctx));
     assert.equal(unknown.code, 'PRX_ERR_CONFIG_UNKNOWN_KIND');
     assert.deepEqual(unknown.lines, [
-      'kind: unknown identifier kind "io.prx.ingress" (known kinds: io.prx.header, io.prx.header.token, io.prx.methodAndHost, io.prx.orch.meshctl, io.prx.path, io.prx.static)',
+      'kind: unknown identifier kind "io.prx.nope" (known kinds: io.prx.header, io.prx.header.token, io.prx.ingress, io.prx.methodAndHost, io.prx.orch.meshctl, io.prx.path, io.prx.static)',
     ]);
     assert.deepEqual(configError(() => identifierFromConfig([{ kind: 'io.prx.path' }, { kind: 'io.prx.path', segments: 0 }], ctx)).lines, [
       '[1].segments: expected a positive integer, got 0',

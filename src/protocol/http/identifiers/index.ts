@@ -15,6 +15,7 @@ import { ConfigError, type KindConfig, kindSlot, lookupKind, oneOrMany, validate
 import type { HttpIdentifier, Identification, IdentifierContext, IdentifyRequest } from './types.js';
 import './header-token.js';
 import './header.js';
+import './ingress.js';
 import './method-and-host.js';
 import './path.js';
 import './static.js';
@@ -22,6 +23,8 @@ import './meshctl.js';
 
 export * from './types.js';
 export { HeaderTokenIdentifier, headerTokenIdentifierSchema, type HeaderTokenIdentifierConfig } from './header-token.js';
+export { IngressIdentifier, ingressIdentifierSchema, DEFAULT_INGRESS_CLASS, type IngressIdentifierConfig, type IngressIdentifierOptions, type IngressIdentifierState } from './ingress.js';
+export { IngressTable, INGRESS_CLASS_ANNOTATION, servesIngress, hostOnly, type IngressTarget, type IngressTableOptions } from './ingress-rules.js';
 export { HeaderIdentifier, headerIdentifierSchema, type HeaderIdentifierConfig } from './header.js';
 export { MethodAndHostIdentifier, methodAndHostIdentifierSchema, type MethodAndHostIdentifierConfig } from './method-and-host.js';
 export { PathIdentifier, pathIdentifierSchema, type PathIdentifierConfig } from './path.js';

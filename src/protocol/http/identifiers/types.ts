@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type KindDef, registerKind } from '../../../config/index.js';
+import type { Logger } from '../../../core/log.js';
 import type { Path } from '../../../naming/index.js';
 
 /** Request headers by lower-case name (node's IncomingHttpHeaders shape). */
@@ -40,11 +41,12 @@ export interface MeshTarget {
 
 /**
  * Turns a request into a logical name (`dst`), or says why it cannot. Synchronous: an identifier
- * that depends on remote state (io.prx.orch.meshctl) answers from its last fetched copy.
+ * that depends on remote state (io.prx.orch.meshctl, io.prx.ingress) answers from its last
+ * fetched copy.
  */
 export interface HttpIdentifier {
   identify(req: IdentifyRequest): Identification;
-  /** Stops background work (polling); called when the router closes. */
+  /** Stops background work (polling, watches); called when the router closes. */
   close?(): void;
 }
 
@@ -53,6 +55,8 @@ export interface IdentifierContext {
   /** The router's `dstPrefix` (`/svc` by default); names start with it. */
   readonly dstPrefix: Path;
   readonly routerLabel: string;
+  /** The router's log, for identifiers that watch something (`io.prx.ingress`). */
+  readonly log?: Logger;
 }
 
 /** Registers an identifier kind (its schema, with defaults, and its factory) in family `identifier`. */
