@@ -8,11 +8,12 @@ import { after, describe, it } from 'node:test';
 import { request } from 'undici';
 import { ConfigError, validate, namerList } from '../../src/config/index.js';
 import { KvstoreNamer, kvstoreNamerSchema } from '../../src/namer/kvstore.js';
-import { type Addr, type BoundName, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
+import { type Addr, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
 import { constant } from '../../src/service/policy/index.js';
 import { quietLogs, type MemoryLog } from '../admin/helpers.js';
 import { FakeConsul } from '../resolver/storage/fake-consul.js';
 import { makeCerts, startBackend, startRouter } from '../router/harness.js';
+import { untilValue, watchLookup } from './helpers.js';
 
 const PREFIX = readPath('/#/io.prx.kvstore');
 const fakes: FakeConsul[] = [];
@@ -38,42 +39,9 @@ function namerOn(consul: FakeConsul, extra: Record<string, unknown> = {}, prefix
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(probe: () => T | undefined, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = untilValue;
 
-/** Observes a lookup and, once bound, its address; `close` ends both observations. */
-function watch(namer: KvstoreNamer, path: string): { tree(): State<NameTree<Name>> | undefined; addr(): Addr | undefined; bound(): BoundName | undefined; close(): void } {
-  let tree: State<NameTree<Name>> | undefined;
-  let addr: Addr | undefined;
-  let bound: BoundName | undefined;
-  let addrSub: { close(): void } | undefined;
-  const sub = namer.lookup(readPath(path)).observe((s) => {
-    tree = s;
-    const b = s.kind === 'ok' && s.value.type === 'leaf' ? (s.value.value as BoundName) : undefined;
-    if (b !== bound) {
-      addrSub?.close();
-      bound = b;
-      addr = undefined;
-      addrSub = b?.addr.observe((a) => (addr = a));
-    }
-  });
-  return {
-    tree: () => tree,
-    addr: () => addr,
-    bound: () => bound,
-    close: () => {
-      addrSub?.close();
-      sub.close();
-    },
-  };
-}
+const watch = watchLookup;
 
 function hostPorts(a: Addr | undefined): string[] | undefined {
   return a?.kind === 'bound' ? a.addresses.map((x) => `${x.host}:${x.port}`) : undefined;

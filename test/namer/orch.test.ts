@@ -8,12 +8,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { OrchNamer, OrchNamerEnvError, createOrchNsNamer, orchExternalNamerSchema, orchNamerSchema, orchNsNamerSchema } from '../../src/namer/orch.js';
-import { type Addr, type BoundName, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
+import { type Addr, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
 import { ENDPOINTS, SERVICES } from '../../src/protocol/orch/index.js';
 import { constant } from '../../src/service/policy/index.js';
 import { quietLogs } from '../admin/helpers.js';
 import { FakeOrchApi, inClusterEnvironment } from '../helpers/fake-orch-api.js';
 import { makeCerts } from '../router/harness.js';
+import { untilValue, watchLookup } from './helpers.js';
 
 const PREFIX = readPath('/#/io.prx.orch');
 const fakes: FakeOrchApi[] = [];
@@ -36,44 +37,10 @@ function namerOn(api: FakeOrchApi, extra: Record<string, unknown> = {}, prefix =
   return namer;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(probe: () => T | undefined | false, what: string, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = untilValue;
 
-/** Observes a lookup and, once bound, its address; `close` ends both observations. */
-function watch(namer: OrchNamer, path: string): { tree(): State<NameTree<Name>> | undefined; addr(): Addr | undefined; bound(): BoundName | undefined; close(): void } {
-  let tree: State<NameTree<Name>> | undefined;
-  let addr: Addr | undefined;
-  let bound: BoundName | undefined;
-  let addrSub: { close(): void } | undefined;
-  const sub = namer.lookup(readPath(path)).observe((s) => {
-    tree = s;
-    const b = s.kind === 'ok' && s.value.type === 'leaf' ? (s.value.value as BoundName) : undefined;
-    if (b !== bound) {
-      addrSub?.close();
-      bound = b;
-      addr = undefined;
-      addrSub = b?.addr.observe((a) => (addr = a));
-    }
-  });
-  return {
-    tree: () => tree,
-    addr: () => addr,
-    bound: () => bound,
-    close: () => {
-      addrSub?.close();
-      sub.close();
-    },
-  };
-}
+const watch = watchLookup;
 
 const hostPorts = (a: Addr | undefined): string[] | undefined => (a?.kind === 'bound' ? a.addresses.map((x) => `${x.host}:${x.port}`) : undefined);
 const isNeg = (s: State<NameTree<Name>> | undefined): boolean => s?.kind === 'ok' && s.value.type === 'neg';

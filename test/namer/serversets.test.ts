@@ -11,26 +11,18 @@ import { ConfigError, namerList, validate } from '../../src/config/index.js';
 import '../../src/cli/builtins.js';
 import { ServersetsAnnouncer, serversetsAnnouncerSchema } from '../../src/namer/serversets-announcer.js';
 import { ServersetsNamer, parseMember, serversetsNamerSchema } from '../../src/namer/serversets.js';
-import { type Addr, type BoundName, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
+import { type Addr, type Name, type NameTree, type State, readPath } from '../../src/naming/index.js';
 import { constant } from '../../src/service/policy/index.js';
 import { MetricsRegistry } from '../../src/service/stats/index.js';
 import { quietLogs, type MemoryLog } from '../admin/helpers.js';
 import { type ServiceHandle, sharedZooKeeper, startZooKeeper } from '../helpers/services.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { startBackend, startRouter } from '../router/harness.js';
+import { untilValue, watchLookup } from './helpers.js';
 
 const PREFIX = readPath('/#/io.prx.serversets');
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(probe: () => T | undefined, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+const until = <T>(probe: () => T | undefined, what: string, ms = 20_000): Promise<T> => untilValue(probe, what, ms);
 
 /** A plain ZooKeeper client that writes serversets as another process would. */
 class Writer {
@@ -97,32 +89,7 @@ function writer(connect: string): Writer {
   return w;
 }
 
-/** Observes a lookup and, once bound, its address. */
-function watch(namer: ServersetsNamer, path: string): { tree(): State<NameTree<Name>> | undefined; addr(): Addr | undefined; bound(): BoundName | undefined; close(): void } {
-  let tree: State<NameTree<Name>> | undefined;
-  let addr: Addr | undefined;
-  let bound: BoundName | undefined;
-  let addrSub: { close(): void } | undefined;
-  const sub = namer.lookup(readPath(path)).observe((s) => {
-    tree = s;
-    const b = s.kind === 'ok' && s.value.type === 'leaf' ? (s.value.value as BoundName) : undefined;
-    if (b !== bound) {
-      addrSub?.close();
-      bound = b;
-      addr = undefined;
-      addrSub = b?.addr.observe((a) => (addr = a));
-    }
-  });
-  return {
-    tree: () => tree,
-    addr: () => addr,
-    bound: () => bound,
-    close: () => {
-      addrSub?.close();
-      sub.close();
-    },
-  };
-}
+const watch = watchLookup;
 
 const hostPorts = (a: Addr | undefined): string[] | undefined => (a?.kind === 'bound' ? a.addresses.map((x) => `${x.host}:${x.port}`).sort() : undefined);
 /** The addresses once there are some (a serverset is created before its first member). */
