@@ -147,64 +147,56 @@ class OnceWarned {
   }
 }
 
-/** The clusters of a discovery service (`/v1/routes`). */
-export class ClusterCache {
+/** A map the control plane answers at `path`, polled; the last good answer stands while it fails. */
+class PolledMap<V> {
   readonly source: string;
-  readonly #poller: Poller<Map<string, Cluster>>;
-  constructor(host: string, port: number, log: Logger) {
+  readonly #poller: Poller<Map<string, V>>;
+  constructor(host: string, port: number, path: string, log: Logger, parse: (body: unknown, warn: (key: string, fields: object, msg: string) => void) => Map<string, V>) {
     this.source = `${host}:${port}`;
     const warned = new OnceWarned(log);
-    this.#poller = new Poller(
-      host,
-      port,
-      '/v1/routes',
-      (b) => warned.poll((warn) => parseClusters(b, (name) => warn(`vhost ${name}`, { name }, 'meshctl: skipping a virtual host not named <cluster>|<port>'))),
-      log,
-    );
+    this.#poller = new Poller(host, port, path, (b) => warned.poll((warn) => parse(b, warn)), log);
   }
   get loaded(): boolean {
     return this.#poller.value !== undefined;
   }
-  /** The cluster of a request's authority (the Host value as sent, port included when present). */
-  get(authority: string): Cluster | undefined {
-    return this.#poller.value?.get(authority);
+  protected entry(key: string): V | undefined {
+    return this.#poller.value?.get(key);
+  }
+  protected entries(): Iterable<V> {
+    return this.#poller.value?.values() ?? [];
   }
   close(): void {
     this.#poller.close();
   }
 }
 
-/** The route rules of an apiserver (`/v1alpha1/config/route-rule`), by name. */
-export class RouteCache {
-  readonly source: string;
-  readonly #poller: Poller<Map<string, RouteRule>>;
+/** The clusters of a discovery service (`/v1/routes`). */
+export class ClusterCache extends PolledMap<Cluster> {
   constructor(host: string, port: number, log: Logger) {
-    this.source = `${host}:${port}`;
-    const warned = new OnceWarned(log);
-    this.#poller = new Poller(
-      host,
-      port,
-      '/v1alpha1/config/route-rule',
-      (b) =>
-        warned.poll((warn) => {
-          const { rules, rejected } = parseRouteRules(b);
-          for (const r of rejected) warn(`${r.name}\0${r.reason}`, { rule: r.name, reason: r.reason }, 'meshctl: route rule ignored');
-          return rules;
-        }),
-      log,
+    super(host, port, '/v1/routes', log, (b, warn) =>
+      parseClusters(b, (name) => warn(`vhost ${name}`, { name }, 'meshctl: skipping a virtual host not named <cluster>|<port>')),
     );
   }
-  get loaded(): boolean {
-    return this.#poller.value !== undefined;
+  /** The cluster of a request's authority (the Host value as sent, port included when present). */
+  get(authority: string): Cluster | undefined {
+    return this.entry(authority);
+  }
+}
+
+/** The route rules of an apiserver (`/v1alpha1/config/route-rule`), by name. */
+export class RouteCache extends PolledMap<RouteRule> {
+  constructor(host: string, port: number, log: Logger) {
+    super(host, port, '/v1alpha1/config/route-rule', log, (b, warn) => {
+      const { rules, rejected } = parseRouteRules(b);
+      for (const r of rejected) warn(`${r.name}\0${r.reason}`, { rule: r.name, reason: r.reason }, 'meshctl: route rule ignored');
+      return rules;
+    });
   }
   get rules(): Iterable<RouteRule> {
-    return this.#poller.value?.values() ?? [];
+    return this.entries();
   }
   rule(name: string): RouteRule | undefined {
-    return this.#poller.value?.get(name);
-  }
-  close(): void {
-    this.#poller.close();
+    return this.entry(name);
   }
 }
 
