@@ -32,6 +32,12 @@ after(async () => {
   rmSync(disco, { recursive: true, force: true });
 });
 
+/** The `outgoing` router: names bound through `dtab`, each address sent to the daemon pod of `service` on its node. */
+async function outgoingRouter(dtab: string, service: string, hostNetwork = false): Promise<Record<string, unknown>> {
+  const daemonset = { kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service, port: 'incoming', ...(hostNetwork ? { hostNetwork } : {}) };
+  return { protocol: 'http', label: 'outgoing', dtab, interpreter: { kind: 'default', transformers: [daemonset] }, servers: [{ port: await freePort(), ip: '127.0.0.1' }] };
+}
+
 async function get(port: number, host: string): Promise<{ status: number; body: string }> {
   const res = await request(`http://127.0.0.1:${port}/`, { headers: { host } });
   return { status: res.statusCode, body: await res.body.text() };
@@ -50,16 +56,7 @@ test('outgoing â†’ the daemon pod on the backend\'s /24 (the incoming router) â†
     admin: { port: await freePort() },
     namers: [{ kind: 'io.prx.fs', rootDir: disco }],
     routers: [
-      {
-        protocol: 'http',
-        label: 'outgoing',
-        dtab: '/svc=>/#/io.prx.fs',
-        interpreter: {
-          kind: 'default',
-          transformers: [{ kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service: 'prx', port: 'incoming' }],
-        },
-        servers: [{ port: await freePort(), ip: '127.0.0.1' }],
-      },
+      await outgoingRouter('/svc=>/#/io.prx.fs', 'prx'),
       {
         protocol: 'http',
         label: 'incoming',
@@ -121,16 +118,7 @@ test('a daemon pod replaced under steady load (a rolling update of the daemon se
     admin: { port: await freePort() },
     namers: [{ kind: 'io.prx.fs', rootDir: disco }],
     routers: [
-      {
-        protocol: 'http',
-        label: 'outgoing',
-        dtab: '/svc=>/#/io.prx.fs',
-        interpreter: {
-          kind: 'default',
-          transformers: [{ kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service: 'prx-rolling', port: 'incoming' }],
-        },
-        servers: [{ port: await freePort(), ip: '127.0.0.1' }],
-      },
+      await outgoingRouter('/svc=>/#/io.prx.fs', 'prx-rolling'),
     ],
   });
   started.push(outgoing);
@@ -181,18 +169,7 @@ test('hostNetwork through the io.prx.orch namer: its nodeName metadata picks the
     admin: { port: await freePort() },
     namers: [orch],
     routers: [
-      {
-        protocol: 'http',
-        label: 'outgoing',
-        dtab: '/svc=>/#/io.prx.orch/default/http',
-        interpreter: {
-          kind: 'default',
-          transformers: [
-            { kind: 'io.prx.orch.daemonset', k8sHost: '127.0.0.1', k8sPort: api.port, namespace: 'mesh', service: 'prx-host', port: 'incoming', hostNetwork: true },
-          ],
-        },
-        servers: [{ port: await freePort(), ip: '127.0.0.1' }],
-      },
+      await outgoingRouter('/svc=>/#/io.prx.orch/default/http', 'prx-host', true),
       {
         protocol: 'http',
         label: 'incoming',
