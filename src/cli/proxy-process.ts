@@ -431,10 +431,7 @@ export class ProxyProcess {
     });
   }
 
-  /**
-   * Graceful shutdown: stop accepting, let in-flight requests finish for up to
-   * `admin.shutdownGraceMs`, then close everything. Idempotent; resolves when done.
-   */
+  /** Graceful shutdown: stop accepting, let in-flight requests finish for up to `admin.shutdownGraceMs`, then close everything. Idempotent. */
   shutdown(reason = 'requested'): Promise<void> {
     if (!this.#shutdown) {
       const graceMs = this.config.admin.shutdownGraceMs;
