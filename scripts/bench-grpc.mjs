@@ -6,7 +6,14 @@
 // Reports rps, p50 and p99 of both and what prx adds at p50 and p99 against issue #17's targets,
 // and writes them into bench/results/latest.md (its own section, replaced on each run).
 //
-//   node scripts/bench-grpc.mjs [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 16] [--md FILE]
+//   node scripts/bench-grpc.mjs [--rounds 3] [--duration 10] [--warmup 2] [--concurrency 16] [--rate 1000] [--md FILE]
+//
+// Each target is measured twice per round. Saturated: the calls run back to back, so the figures
+// are the throughput of the slowest process and its queueing (Little's law), not what a hop adds.
+// Paced: the same calls offered at --rate calls/s in all (each of the concurrent callers starts its
+// next call on a fixed schedule, or at once when it is late), well below every target's capacity:
+// latency there is what a call costs end to end, and prx − direct is what prx adds to it. The
+// targets are judged on the paced figures; --rate 0 skips the paced runs.
 //
 // Pinned like the HTTP bench when taskset and 2+ cores exist: client and server on cpu0, prx on
 // cpu1. Every process is a fresh child (the client too, so both targets meet the same cold JIT).
@@ -28,10 +35,12 @@ export const GRPC_TARGETS = Object.freeze({ addedP50Ms: 0.3, addedP99Ms: 1 });
 const MARK_BEGIN = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->';
 const MARK_END = '<!-- bench-grpc: end -->';
 const { usageError, wholeNumber } = usage('bench-grpc');
+/** Calls/s offered in the paced runs: a fifth to a third of what the direct target serves on this 2-core VM. */
+const DEFAULT_RATE = 1000;
 
 function options(argv) {
   const { parsed, common } = suiteOptions(argv, {}, { usageError, wholeNumber });
-  return { ...common, concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16 };
+  return { ...common, concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16, rate: wholeNumber('rate', parsed.rate, 0) ?? DEFAULT_RATE };
 }
 
 // ---------------------------------------------------------------- the two grpc-js roles
@@ -61,8 +70,16 @@ async function clientRole(o) {
   const client = new grpc.Client(`127.0.0.1:${o.port}`, grpc.credentials.createInsecure());
   const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
   const window = new CallWindow(o.warmup, o.duration);
-  const loop = async () => {
+  // Paced: caller i starts a call every `interval` ms from its own offset, at once when late.
+  const interval = o.rate > 0 ? (o.concurrency * 1000) / o.rate : 0;
+  const loop = async (i) => {
+    let next = performance.now() + (interval * i) / o.concurrency;
     while (window.open) {
+      if (interval > 0) {
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        next += interval;
+      }
       const start = performance.now();
       const error = await new Promise((done) =>
         client.makeUnaryRequest(METHOD, same, same, payload, (e, reply) => {
@@ -73,7 +90,7 @@ async function clientRole(o) {
       window.record(start, performance.now(), error);
     }
   };
-  await Promise.all(Array.from({ length: o.concurrency }, loop));
+  await Promise.all(Array.from({ length: o.concurrency }, (_, i) => loop(i)));
   client.close();
   const out = window.result();
   process.stdout.write(`${JSON.stringify(out)}\n`);
@@ -103,50 +120,66 @@ function prxConfig({ proxy, admin, upstream }) {
 const children = new Children();
 
 /** One client run against `port`; its JSON result. */
-async function measure(o, port, seconds, warmup) {
-  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency)], ['ignore', 'pipe', 'inherit']);
+async function measure(o, port, seconds, warmup, rate = 0) {
+  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency), '--rate', String(rate)], ['ignore', 'pipe', 'inherit']);
   return JSON.parse(await firstLine(child, (seconds + warmup + 30) * 1000, 'the grpc-js client'));
 }
 
 /** The Markdown section from the rounds' results. Exported for the tests. */
 export function renderGrpcSection(run) {
-  const { rounds, date, concurrency, duration, warmup, pinning, node, grpcJs } = run;
-  const med = (target, k) => median(rounds.map((r) => r[target]?.[k]));
-  const addedOver = (base, k) => median(rounds.map((r) => (r.prx && r[base] ? r.prx[k] - r[base][k] : null)));
-  const added = (k) => addedOver('direct', k);
+  const { rounds, rate, date, concurrency, duration, warmup, pinning, node, grpcJs } = run;
+  const paced = rate > 0;
+  const of = (mode) => rounds.map((r) => (mode === 'paced' ? r.paced : r));
+  const med = (mode, target, k) => median(of(mode).map((r) => r[target]?.[k]));
+  const diff = (mode, a, b, k) => median(of(mode).map((r) => (r[a] && r[b] ? r[a][k] - r[b][k] : null)));
+  const judged = paced ? 'paced' : 'saturated';
+  const table = (mode) => {
+    const rows = ['| target | rps | p50 ms | p99 ms | p99.9 ms | errors | prx CPU µs/call | prx RSS MiB |', '|---|---:|---:|---:|---:|---:|---:|---:|'];
+    for (const t of ['direct', 'relay', 'prx']) {
+      const errs = of(mode).reduce((a, r) => a + (r[t]?.errors ?? 0), 0);
+      const own = (k, f) => (t === 'prx' ? f(med(mode, t, k)) : '–');
+      rows.push(`| ${t === 'prx' ? '**prx**' : t} | ${int(med(mode, t, 'rps'))} | ${f2(med(mode, t, 'p50'))} | ${f2(med(mode, t, 'p99'))} | ${f2(med(mode, t, 'p999'))} | ${errs} | ${own('cpuUsPerCall', int)} | ${own('rssMiB', f2)} |`);
+    }
+    return rows;
+  };
+  const hop = (mode) => `relay − direct (one more hop, whatever the proxy): p50 ${f3(diff(mode, 'relay', 'direct', 'p50'))} ms, p99 ${f3(diff(mode, 'relay', 'direct', 'p99'))} ms; prx − relay: p50 ${f3(diff(mode, 'prx', 'relay', 'p50'))} ms, p99 ${f3(diff(mode, 'prx', 'relay', 'p99'))} ms.`;
+  const a50 = diff(judged, 'prx', 'direct', 'p50');
+  const a99 = diff(judged, 'prx', 'direct', 'p99');
+  const met = (v, max) => (v === null ? '?' : v <= max ? 'yes' : 'no');
+  const perRound = (r, t) => `${int(r[t]?.rps)} rps, ${f2(r[t]?.p50)} / ${f2(r[t]?.p99)}`;
   const lines = [
     MARK_BEGIN,
     `## gRPC unary — ${date}`,
     '',
     `- grpc-js ${grpcJs} client and server (Buffer serializers, ${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one channel, node ${node}`,
-    `- ${rounds.length} interleaved round(s) of ${duration} s per target after ${warmup} s warm-up (each client a fresh process), order alternating; medians over rounds`,
+    `- ${rounds.length} interleaved round(s) of ${duration} s per target and mode after ${warmup} s warm-up (each client a fresh process), order alternating; medians over rounds`,
     `- Pinning: ${pinning ? 'client and server on cpu0, prx (and the relay) on cpu1' : 'none'}; prx: \`bin/prx\`, an h2 router (path identifier, dtab, io.prx.h2.grpc.default, retries, failure accrual)`,
     '- relay: a bare TCP byte relay (node `net`, no parsing) in prx\'s place: what one more hop costs on this machine, whatever the proxy',
     '',
-    '| target | rps | p50 ms | p99 ms | p99.9 ms | errors | prx CPU µs/call | prx RSS MiB |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    `### Saturated: calls back to back (throughput; latency here is queueing behind the slowest process)`,
+    '',
+    ...table('saturated'),
+    '',
+    `Throughput ×direct: prx ${f2(median(rounds.map((r) => (r.prx && r.direct ? r.prx.rps / r.direct.rps : null))))}, relay ${f2(median(rounds.map((r) => (r.relay && r.direct ? r.relay.rps / r.direct.rps : null))))}; ${hop('saturated')}`,
   ];
-  for (const t of ['direct', 'relay', 'prx']) {
-    const errs = rounds.reduce((a, r) => a + (r[t]?.errors ?? 0), 0);
-    lines.push(`| ${t === 'prx' ? '**prx**' : t} | ${int(med(t, 'rps'))} | ${f2(med(t, 'p50'))} | ${f2(med(t, 'p99'))} | ${f2(med(t, 'p999'))} | ${errs} | ${t === 'prx' ? int(med(t, 'cpuUsPerCall')) : '–'} | ${t === 'prx' ? f2(med(t, 'rssMiB')) : '–'} |`);
+  if (paced) {
+    lines.push('', `### Paced: ${int(rate)} calls/s offered (latency: what a call costs, and what prx adds to it)`, '', ...table('paced'), '', hop('paced'));
   }
-  const a50 = added('p50');
-  const a99 = added('p99');
-  const rps = median(rounds.map((r) => (r.prx && r.direct ? r.prx.rps / r.direct.rps : null)));
   lines.push(
     '',
-    `prx − direct, median of the per-round differences (throughput ×direct: ${f2(rps)}):`,
+    `prx − direct, ${judged}, median of the per-round differences:`,
     '',
     '| target | measured | met |',
     '|---|---:|:---:|',
-    `| added latency at p50 ≤ ${GRPC_TARGETS.addedP50Ms} ms | ${f3(a50)} ms | ${a50 === null ? '?' : a50 <= GRPC_TARGETS.addedP50Ms ? 'yes' : 'no'} |`,
-    `| added latency at p99 ≤ ${GRPC_TARGETS.addedP99Ms} ms | ${f3(a99)} ms | ${a99 === null ? '?' : a99 <= GRPC_TARGETS.addedP99Ms ? 'yes' : 'no'} |`,
+    `| added latency at p50 ≤ ${GRPC_TARGETS.addedP50Ms} ms | ${f3(a50)} ms | ${met(a50, GRPC_TARGETS.addedP50Ms)} |`,
+    `| added latency at p99 ≤ ${GRPC_TARGETS.addedP99Ms} ms | ${f3(a99)} ms | ${met(a99, GRPC_TARGETS.addedP99Ms)} |`,
     '',
-    `The hop alone (relay − direct): p50 ${f3(median(rounds.map((r) => (r.relay && r.direct ? r.relay.p50 - r.direct.p50 : null))))} ms, p99 ${f3(median(rounds.map((r) => (r.relay && r.direct ? r.relay.p99 - r.direct.p99 : null))))} ms; prx over the relay: p50 ${f3(addedOver('relay', 'p50'))} ms, p99 ${f3(addedOver('relay', 'p99'))} ms.`,
-    '',
-    '| round | direct rps | direct p50 / p99 ms | relay rps | relay p50 / p99 ms | prx rps | prx p50 / p99 ms |',
-    '|---:|---:|---:|---:|---:|---:|---:|',
-    ...rounds.map((r, i) => `| ${i + 1} | ${int(r.direct?.rps)} | ${f2(r.direct?.p50)} / ${f2(r.direct?.p99)} | ${int(r.relay?.rps)} | ${f2(r.relay?.p50)} / ${f2(r.relay?.p99)} | ${int(r.prx?.rps)} | ${f2(r.prx?.p50)} / ${f2(r.prx?.p99)} |`),
+    `| round | mode | direct rps, p50 / p99 ms | relay | prx |`,
+    '|---:|---|---:|---:|---:|',
+    ...rounds.flatMap((r, i) => [
+      `| ${i + 1} | saturated | ${perRound(r, 'direct')} | ${perRound(r, 'relay')} | ${perRound(r, 'prx')} |`,
+      ...(paced ? [`| ${i + 1} | paced | ${perRound(r.paced, 'direct')} | ${perRound(r.paced, 'relay')} | ${perRound(r.paced, 'prx')} |`] : []),
+    ]),
     MARK_END,
   );
   return `${lines.join('\n')}\n`;
@@ -174,23 +207,26 @@ async function benchRun(o) {
     process.stdout.write(`gRPC unary benchmark: ${o.rounds} round(s) × ${o.duration} s per target, ${o.concurrency} concurrent calls${canPin ? '; client and server on cpu0, prx on cpu1' : ''}\n`);
     const rounds = [];
     for (let i = 0; i < o.rounds; i++) {
-      const round = {};
+      const round = { paced: {} };
       for (const target of i % 2 === 0 ? ['direct', 'relay', 'prx'] : ['prx', 'relay', 'direct']) {
-        const load = () => measure(o, target === 'prx' ? proxy : target === 'relay' ? relayPort : upstream, o.duration, o.warmup);
-        const r = target === 'prx' ? await onPrx(prx.pid, load) : await load();
-        round[target] = r;
-        process.stdout.write(`  r${i + 1} ${target}: ${int(r.rps)} rps, p50 ${f3(r.p50)} ms, p99 ${f3(r.p99)} ms, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`);
+        for (const rate of o.rate > 0 ? [0, o.rate] : [0]) {
+          const load = () => measure(o, target === 'prx' ? proxy : target === 'relay' ? relayPort : upstream, o.duration, o.warmup, rate);
+          const r = target === 'prx' ? await onPrx(prx.pid, load) : await load();
+          (rate === 0 ? round : round.paced)[target] = r;
+          const mode = rate === 0 ? '' : ` paced at ${rate}/s`;
+          process.stdout.write(`  r${i + 1} ${target}${mode}: ${int(r.rps)} rps, p50 ${f3(r.p50)} ms, p99 ${f3(r.p99)} ms, errors ${r.errors}${r.firstError ? ` (${r.firstError})` : ''}\n`);
+        }
       }
       rounds.push(round);
     }
     const grpcJs = JSON.parse(readFileSync(join(REPO, 'node_modules', '@grpc', 'grpc-js', 'package.json'), 'utf8')).version;
     const section = renderGrpcSection({
-      rounds, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
+      rounds, rate: o.rate, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
       warmup: o.warmup, pinning: canPin, node: process.version, grpcJs,
     });
     writeSection(o.md, section, MARK_BEGIN, MARK_END);
     process.stdout.write(`\n${section}\nwritten: ${o.md}\n`);
-    return rounds.some((r) => r.prx.calls === 0) ? 1 : 0;
+    return rounds.some((r) => r.prx.calls === 0 || (o.rate > 0 && r.paced.prx.calls === 0)) ? 1 : 0;
   });
 }
 

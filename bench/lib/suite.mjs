@@ -12,7 +12,7 @@ import { cpuSeconds, rssMiB, withSection } from './procs.mjs';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 /** What the other suites take: accepted and ignored (`npm run bench` passes every argument to every suite). */
-const OTHER_SUITES = ['conns', 'h2-conns', 'sections', 'harness', 'base-port', 'proxy-port', 'proxy-h2-port', 'admin-port', 'concurrency', 'workers'];
+const OTHER_SUITES = ['conns', 'h2-conns', 'sections', 'harness', 'base-port', 'proxy-port', 'proxy-h2-port', 'admin-port', 'concurrency', 'rate', 'workers'];
 /** The other suites' modes that are not benchmarks: this suite skips itself. */
 const MODES = ['report', 'analyze', 'render-config'];
 

@@ -63,7 +63,7 @@ describe('bench-grpc roles', () => {
 
 describe('bench-grpc options', () => {
   it('rejects unknown options and malformed numbers with exit 2; skips in the other suites’ modes', async () => {
-    await assertOptionErrors(BENCH, 'bench-grpc', [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--role', 'both'], ['--role', 'relay']]);
+    await assertOptionErrors(BENCH, 'bench-grpc', [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--rate', '-1'], ['--role', 'both'], ['--role', 'relay']]);
   });
 });
 
@@ -74,14 +74,19 @@ describe('bench-grpc through prx (1 round × 1 s)', () => {
     const { ran: r, text } = await runIntoSection(
       BENCH,
       { name: 'bench-grpc', heading: '## gRPC unary', md: join(dir(), 'latest.md'), earlier: '# prx proxy benchmark — earlier\n\n| HTTP rows |\n\n' },
-      ['--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4'],
+      ['--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--rate', '200'],
     );
     assert.match(r.stdout, /r1 direct: [\d,]+ rps/);
+    assert.match(r.stdout, /r1 prx paced at 200\/s: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
+    assert.match(text, /### Saturated: calls back to back/);
+    assert.match(text, /### Paced: 200 calls\/s offered/);
+    assert.match(text, /prx − direct, paced, median of the per-round differences/);
+    assert.match(text, /\| 1 \| paced \| [\d,]+ rps, [\d.]+ \/ [\d.]+ \|/);
     assert.match(r.stdout, /r1 relay: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
     assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
     assert.match(text, /\| direct \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
     assert.match(text, /\| relay \| [\d,]+ \| [\d.]+ \| [\d.]+ \|/);
-    assert.match(text, /The hop alone \(relay − direct\): p50 -?[\d.]+ ms, p99 -?[\d.]+ ms; prx over the relay: p50 -?[\d.]+ ms/);
+    assert.match(text, /relay − direct \(one more hop, whatever the proxy\): p50 -?[\d.]+ ms, p99 -?[\d.]+ ms; prx − relay: p50 -?[\d.]+ ms/);
     assert.match(text, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
     assert.match(text, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
     assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
