@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { ConfigError, type ConfigErrorCode, type ConfigIssue } from './errors.js';
 
+// Configs are parsed once at start-up: zod's compiled fast paths (generated source, compiled
+// code, kept with each schema for the life of the process) buy nothing there and cost heap.
+z.config({ jitless: true });
+
 // Zod validates; this module turns its issues into operator language. Messages are produced by a
 // per-parse error map (it sees the schema that raised the issue, e.g. a strict object's known
 // keys); the final issues are then mapped to ConfigIssues with their path and offending value.
