@@ -61,11 +61,15 @@ export function isDiscard(type: number): boolean {
 
 /** The 8 bytes before a body of `bodyBytes`. */
 export function frameHeader(type: number, tag: number, bodyBytes: number): Buffer {
-  const h = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
-  h.writeUInt32BE(bodyBytes + 4, 0);
-  h.writeInt8(type, 4);
-  h.writeUIntBE(tag & 0xffffff, 5, 3);
-  return h;
+  return writeFrameHeader(Buffer.allocUnsafe(FRAME_HEADER_BYTES), type, tag, bodyBytes);
+}
+
+/** Writes a frame header at the start of `into` (at least {@link FRAME_HEADER_BYTES} long); returns `into`. */
+export function writeFrameHeader(into: Buffer, type: number, tag: number, bodyBytes: number): Buffer {
+  into.writeUInt32BE(bodyBytes + 4, 0);
+  into.writeInt8(type, 4);
+  into.writeUIntBE(tag & 0xffffff, 5, 3);
+  return into;
 }
 
 /** A whole frame: header and body in one buffer (small control messages). */
