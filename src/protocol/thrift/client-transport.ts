@@ -13,7 +13,7 @@ import { PrxError } from '../../core/errors.js';
 import type { Address } from '../../naming/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
 import { ThriftConnectionClosedError, ThriftProtocolError, ThriftSeqidMismatchError } from './errors.js';
-import { frameHeader, MessageReader, type FramingOptions } from './framing.js';
+import { MessageReader, writeMessage, type FramingOptions } from './framing.js';
 import { MessageType, readMessageHeader, withSeqid, type MessageHeader, type ThriftProtocolName } from './message.js';
 import { encodeRequestHeader, encodeUpgradeCall, UPGRADE_METHOD, type RequestHeader } from './ttwitter.js';
 import { noteSocketRead } from '../../core/read-pacer.js';
@@ -278,14 +278,8 @@ export class ThriftConnection {
   }
 
   #write(msg: Buffer, prefix: Buffer | undefined, oneway?: ThriftExchange): void {
-    const s = this.#socket;
-    const size = msg.length + (prefix?.length ?? 0);
-    s.cork();
-    if (this.#transport.opts.framed) s.write(frameHeader(size));
-    if (prefix !== undefined) s.write(prefix);
     // A oneway call is done once written: the connection is free again.
-    s.write(msg, oneway === undefined ? undefined : (err) => (err === null || err === undefined ? this.#onewayWritten(oneway) : undefined));
-    s.uncork();
+    writeMessage(this.#socket, this.#transport.opts.framed, prefix, msg, oneway === undefined ? undefined : (err) => (err === null || err === undefined ? this.#onewayWritten(oneway) : undefined));
   }
 
   #onewayWritten(ex: ThriftExchange): void {

@@ -4,7 +4,7 @@ import { serverTlsOptions } from '../../service/tls-settings.js';
 import { errorMessage } from '../../core/errors.js';
 import { RequestCancelledError } from '../../service/failures.js';
 import { ThriftProtocolError } from '../../protocol/thrift/errors.js';
-import { frameHeader, MessageReader } from '../../protocol/thrift/framing.js';
+import { MessageReader, writeMessage } from '../../protocol/thrift/framing.js';
 import { MessageType, readMessageHeader, type ThriftProtocolName } from '../../protocol/thrift/message.js';
 import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
 import type { Counter } from '../../service/stats/index.js';
@@ -221,13 +221,7 @@ export class ThriftServerConnection implements CallConnection {
   }
 
   #write(msg: Buffer, withHeader: boolean): void {
-    const s = this.#socket;
-    const header = withHeader ? emptyResponseHeader() : undefined;
-    s.cork();
-    if (this.#framed) s.write(frameHeader(msg.length + (header?.length ?? 0)));
-    if (header !== undefined) s.write(header);
-    s.write(msg);
-    s.uncork();
+    writeMessage(this.#socket, this.#framed, withHeader ? emptyResponseHeader() : undefined, msg);
   }
 
   /**
