@@ -131,7 +131,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
       }
     }
     if (sent) this.scheduleFlush();
-    if (stream.needsDrain && stream.queuedBytes < LOW_WATER_BYTES) stream.drained();
+    if (stream.needsDrain && stream.queuedBytes < (stream.drainWhenEmpty ? 1 : LOW_WATER_BYTES)) stream.drained();
     if (stream.writableFinished) this.#localEnd(stream);
   }
 
