@@ -84,6 +84,11 @@ export class GrpcServerCall {
     return this.#stream.session.socket.remoteAddress;
   }
 
+  /** Response bytes waiting for flow control (at most the last message sent, when the handler waits for sent()). */
+  get queuedBytes(): number {
+    return this.#stream.queuedBytes;
+  }
+
   /** end() was called, or the call was cancelled: nothing more is sent. */
   get ended(): boolean {
     return this.#ended;
@@ -109,7 +114,7 @@ export class GrpcServerCall {
     this.#release();
     const stream = this.#stream;
     if (stream.closed) return;
-    if (!stream.headersSent) stream.respond(grpcErrorHeaders(code, details), { endStream: true });
+    if (!stream.headersSent) stream.respond(trailersOnly(code, details), { endStream: true });
     else stream.sendTrailers(details === '' ? { 'grpc-status': String(code) } : { 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) });
     // A request still being sent is not wanted any more (RFC 9113 §8.1: RST_STREAM NO_ERROR after the response).
     if (!stream.remoteClosed) stream.close(H2Code.NO_ERROR);
@@ -198,4 +203,11 @@ export class GrpcServerCall {
     if (this.#deadline !== undefined) clearTimeout(this.#deadline);
     this.#deadline = undefined;
   }
+}
+
+/** A trailers-only response; it names the one encoding taken, as a refused compressed message asks. */
+export function trailersOnly(code: number, details: string): Record<string, string | number> {
+  const head = grpcErrorHeaders(code, details);
+  head['grpc-accept-encoding'] = 'identity';
+  return head;
 }

@@ -8,8 +8,8 @@
  */
 import type { AddressInfo, Socket } from 'node:net';
 import type * as Tls from 'node:tls';
-import { GrpcServerCall, type GrpcCallHost } from './grpc-server-call.js';
-import { isGrpcContentType, grpcErrorHeaders, GrpcStatus, parseGrpcTimeout } from './grpc.js';
+import { GrpcServerCall, type GrpcCallHost, trailersOnly } from './grpc-server-call.js';
+import { isGrpcContentType, GrpcStatus, parseGrpcTimeout } from './grpc.js';
 import { H2Code } from './errors.js';
 import { PlaintextH2Listener } from './plaintext-listener.js';
 import { H2ServerSession, type H2ServerSettings, type ServerSessionOwner } from './wire/server-session.js';
@@ -174,23 +174,22 @@ export class GrpcServer implements ServerSessionOwner, GrpcCallHost {
 
   /**
    * Stops accepting and sends every connection GOAWAY (calls in flight go on; the handler is
-   * expected to end its long ones); connections still open after `graceMs` are cut.
+   * expected to end its long ones); connections still open after `graceMs` are cut. Resolves once
+   * every connection is closed.
    */
   async close(graceMs: number): Promise<void> {
     this.#listener.close();
     for (const s of this.#sessions) s.close();
     if (this.#sessions.size === 0) return;
+    let timer: NodeJS.Timeout | undefined = undefined;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
+      this.#allClosed = resolve;
+      timer = setTimeout(() => {
         for (const s of [...this.#sessions]) s.destroy();
-        resolve();
       }, graceMs);
-      timer.unref();
-      this.#allClosed = () => {
-        clearTimeout(timer);
-        resolve();
-      };
     });
+    clearTimeout(timer);
+    this.#allClosed = undefined;
   }
 
   #adopt(socket: Socket): void {
@@ -217,12 +216,12 @@ export class GrpcServer implements ServerSessionOwner, GrpcCallHost {
     if (headers[':method'] !== 'POST') return refuse(stream, { ':status': 405, allow: 'POST' });
     if (!isGrpcContentType(headers['content-type'])) return refuse(stream, { ':status': 415 });
     const path = headers[':path'] as string;
-    if (!this.#handlers.has(path)) return refuse(stream, grpcErrorHeaders(GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${path}`));
+    if (!this.#handlers.has(path)) return refuse(stream, trailersOnly(GrpcStatus.UNIMPLEMENTED, `The server does not implement the method ${path}`));
     let timeoutMs: number | undefined = undefined;
     const timeout = headers['grpc-timeout'];
     if (timeout !== undefined) {
       timeoutMs = typeof timeout === 'string' ? parseGrpcTimeout(timeout) : undefined;
-      if (timeoutMs === undefined) return refuse(stream, grpcErrorHeaders(GrpcStatus.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`));
+      if (timeoutMs === undefined) return refuse(stream, trailersOnly(GrpcStatus.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`));
     }
     this.#calls++;
     new GrpcServerCall(this, stream, headers, path, timeoutMs);
