@@ -41,12 +41,14 @@ export interface GrpcCallHost {
 /** The response head of every call that sends a message (never changed: respond() only reads it). */
 const RESPONSE_HEAD = Object.freeze({ ':status': 200, 'content-type': 'application/grpc+proto', 'grpc-accept-encoding': 'identity' });
 const MAX_TIMER_MS = 2 ** 31 - 1;
+const NO_HEADERS: H2Fields = Object.freeze(Object.create(null) as H2Fields);
 const NO_PARTS: readonly Buffer[] = Object.freeze([]);
 
 export class GrpcServerCall {
   /** `/package.Service/Method`. */
   readonly path: string;
-  readonly headers: H2Fields;
+  /** The request head, until the handler has been called (a long call does not keep it). */
+  #headers: H2Fields;
   readonly #stream: H2ServerStream;
   readonly #host: GrpcCallHost;
   /** Set by the handler to hear of sends and cancellation. */
@@ -68,7 +70,7 @@ export class GrpcServerCall {
   constructor(host: GrpcCallHost, stream: H2ServerStream, headers: H2Fields, path: string, timeoutMs: number | undefined) {
     this.#host = host;
     this.#stream = stream;
-    this.headers = headers;
+    this.#headers = headers;
     this.path = path;
     stream.on('data', this.#onData).on('end', this.#onEnd).on('drain', this.#onDrain).on('close', this.#onClose);
     stream.resume();
@@ -77,6 +79,11 @@ export class GrpcServerCall {
       this.#deadline = setTimeout(() => this.#deadlinePassed(), timeoutMs);
       this.#deadline.unref();
     }
+  }
+
+  /** The request head while the handler runs (empty after). */
+  get headers(): H2Fields {
+    return this.#headers;
   }
 
   /** The client's address (for access logs). */
@@ -136,7 +143,7 @@ export class GrpcServerCall {
     const compressed = head[0] as number;
     const length = head.readUInt32BE(1);
     if (compressed !== 0) {
-      const encoding = this.headers['grpc-encoding'];
+      const encoding = this.#headers['grpc-encoding'];
       // A compressed message with no (or identity) encoding is malformed; a real encoding is one this server does not take.
       if (encoding === undefined || encoding === 'identity') this.end(GrpcStatus.INTERNAL, 'a compressed request message without grpc-encoding');
       else this.end(GrpcStatus.UNIMPLEMENTED, `Received message compressed with unsupported encoding "${String(encoding)}"`);
@@ -174,6 +181,7 @@ export class GrpcServerCall {
     } catch (e) {
       this.end(GrpcStatus.UNKNOWN, e instanceof Error ? e.message : String(e));
     }
+    this.#headers = NO_HEADERS;
   }
 
   // ---- ends ---------------------------------------------------------------------------------
@@ -190,6 +198,7 @@ export class GrpcServerCall {
     const stream = this.#stream;
     stream.off('drain', this.#onDrain).off('close', this.#onClose).off('data', this.#onData).off('end', this.#onEnd);
     this.#parts = NO_PARTS;
+    this.#headers = NO_HEADERS;
     if (!this.#ended) {
       this.#ended = true;
       this.#release();
