@@ -105,7 +105,7 @@ function raw(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeade
     let trailers: http2.IncomingHttpHeaders | undefined;
     const chunks: Buffer[] = [];
     req.on('response', (h) => (head = h));
-    req.on('trailers', (t) => (trailers = t));
+    req.on('trailers', (t: http2.IncomingHttpHeaders) => (trailers = t));
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('error', () => {});
     req.on('close', () => resolve({ status: Number(head[':status']), headers: head, end: trailers ?? head, data: Buffer.concat(chunks), rstCode: req.rstCode ?? 0 }));
