@@ -42,8 +42,9 @@ const UPGRADE_HEAD_BYTES = 16 * 1024;
 const UPGRADE_BODY_BYTES = 65_535;
 
 /**
- * What each session announces. The frame slab is small: a session holds one, and a resolver holds
- * thousands of sessions whose frames are a few hundred bytes (the router's 64 KiB suit bulk traffic).
+ * What each session announces. The frame slab is small (1 KiB, from node's shared buffer pool): a
+ * session holds one, a resolver thousands of sessions whose frames are mostly tens of bytes (the
+ * router's 64 KiB slabs suit bulk traffic; a larger frame gets a slab of its size).
  */
 const SESSION_SETTINGS: H2ServerSettings = {
   initialWindowBytes: 65_535,
@@ -53,7 +54,7 @@ const SESSION_SETTINGS: H2ServerSettings = {
   maxHeaderListBytes: 64 * 1024,
   windowUpdateRatio: 0.5,
   maxConcurrentStreams: undefined,
-  writeSlabBytes: 4096,
+  writeSlabBytes: 1024,
 };
 
 /** The payload of the keepalive PINGs (an answer carrying another is not ours). */
