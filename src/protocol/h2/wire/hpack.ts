@@ -263,8 +263,8 @@ class NameState {
   readonly staticValues: Map<string, number> | null;
   /** The longest value indexed with this name; longer ones are sent without indexing. */
   readonly maxIndexedValue: number;
-  /** Value -> id of the newest dynamic entry with it (ids count insertions from 1). */
-  readonly dynamicValues = new Map<string, number>();
+  /** Value -> id of the newest dynamic entry with it (ids count insertions from 1); made at the first insertion. */
+  dynamicValues: Map<string, number> | null = null;
   /** The id of the newest dynamic entry with this name, 0 if none. */
   newestId = 0;
   dynamicCount = 0;
@@ -305,11 +305,16 @@ export class HpackEncoder {
   /** Entries ever inserted: the newest entry's id, and HPACK index 62 + #inserted - id. */
   #inserted = 0;
 
-  constructor() {
-    for (const name of STATIC_BY_NAME.keys()) this.#byName.set(name, new NameState(name, false));
-    for (const name of NAME_POLICY.keys()) {
-      if (!this.#byName.has(name)) this.#byName.set(name, new NameState(name, false));
-    }
+  /**
+   * Name states are made as names are first sent (a connection sends a handful of the table's 60
+   * names; made up front they were ~20 KiB per connection, which a server of many idle clients pays
+   * for each).
+   */
+  #knownState(name: string): NameState | undefined {
+    if (!STATIC_BY_NAME.has(name) && !NAME_POLICY.has(name)) return undefined;
+    const state = new NameState(name, false);
+    this.#byName.set(name, state);
+    return state;
   }
 
   /** The peer's SETTINGS_HEADER_TABLE_SIZE (initially 4096); a change goes out at the next block's start. */
@@ -340,7 +345,7 @@ export class HpackEncoder {
       // Two integers of at most 6 octets each, a literal name and a value (one octet per char).
       const room = 12 + name.length + value.length;
       if (buf.length - o < room) buf = this.#grow(o, room);
-      const state = this.#byName.get(name);
+      const state = this.#byName.get(name) ?? this.#knownState(name);
       let policy = INDEX;
       let nameIndex = 0;
       if (state !== undefined) {
@@ -352,7 +357,7 @@ export class HpackEncoder {
             continue;
           }
           if (state.dynamicCount !== 0) {
-            const id = state.dynamicValues.get(value);
+            const id = state.dynamicValues?.get(value);
             if (id !== undefined) {
               o = writeInteger(buf, o, 0x80, 0x7f, STATIC_COUNT + 1 + this.#inserted - id);
               continue;
@@ -407,7 +412,7 @@ export class HpackEncoder {
     this.#count++;
     this.#bytes += size;
     const id = ++this.#inserted;
-    state.dynamicValues.set(value, id);
+    (state.dynamicValues ??= new Map<string, number>()).set(value, id);
     state.newestId = id;
     state.dynamicCount++;
   }
@@ -419,7 +424,8 @@ export class HpackEncoder {
       const state = this.#states[slot]!;
       const value = this.#values[slot]!;
       const id = this.#inserted - this.#count + 1;
-      if (state.dynamicValues.get(value) === id) state.dynamicValues.delete(value);
+      const values = state.dynamicValues;
+      if (values !== null && values.get(value) === id) values.delete(value);
       if (state.newestId === id) state.newestId = 0;
       if (--state.dynamicCount === 0 && state.transient && this.#byName.get(state.name) === state) {
         this.#byName.delete(state.name);
