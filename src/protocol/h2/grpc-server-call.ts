@@ -60,19 +60,17 @@ export class GrpcServerCall {
   #length = -1;
   #ended = false;
   #deadline: NodeJS.Timeout | undefined;
-  readonly #onData = (chunk: Buffer): void => this.#take(chunk);
-  readonly #onEnd = (): void => this.#requestEnded();
-  readonly #onDrain = (): void => {
-    if (!this.#ended) this.observer?.sent();
-  };
-  readonly #onClose = (): void => this.#closed();
 
   constructor(host: GrpcCallHost, stream: H2ServerStream, headers: H2Fields, path: string, timeoutMs: number | undefined) {
     this.#host = host;
     this.#stream = stream;
     this.#headers = headers;
     this.path = path;
-    stream.on('data', this.#onData).on('end', this.#onEnd).on('drain', this.#onDrain).on('close', this.#onClose);
+    // The stream is the call's alone: its listeners go with removeAllListeners, and the call keeps no closure.
+    stream.on('data', (chunk: Buffer) => this.#take(chunk));
+    stream.on('end', () => this.#requestEnded());
+    stream.on('drain', () => this.#drained());
+    stream.on('close', () => this.#closed());
     stream.resume();
     // A deadline past what a timer holds (~24.8 days) is as good as none.
     if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) {
@@ -159,8 +157,7 @@ export class GrpcServerCall {
   }
 
   #requestEnded(): void {
-    const stream = this.#stream;
-    stream.off('data', this.#onData).off('end', this.#onEnd);
+    this.#stream.removeAllListeners('data').removeAllListeners('end');
     if (this.#ended) return;
     const length = this.#length;
     const parts = this.#parts;
@@ -186,6 +183,10 @@ export class GrpcServerCall {
 
   // ---- ends ---------------------------------------------------------------------------------
 
+  #drained(): void {
+    if (!this.#ended) this.observer?.sent();
+  }
+
   #deadlinePassed(): void {
     this.#deadline = undefined;
     if (this.#ended) return;
@@ -195,8 +196,7 @@ export class GrpcServerCall {
 
   /** The stream closed: after the call's end, or cancelled (RST_STREAM, the connection gone). */
   #closed(): void {
-    const stream = this.#stream;
-    stream.off('drain', this.#onDrain).off('close', this.#onClose).off('data', this.#onData).off('end', this.#onEnd);
+    this.#stream.removeAllListeners();
     this.#parts = NO_PARTS;
     this.#headers = NO_HEADERS;
     if (!this.#ended) {

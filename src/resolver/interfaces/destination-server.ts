@@ -135,14 +135,15 @@ export class DestinationServer {
     const key = name.show;
     let shared = this.#shared.get(key);
     if (shared === undefined) {
-      shared = new SharedDestination(endpointsOf(this.#ctx, this.#cfg.namespace, name));
+      shared = new SharedDestination(key, endpointsOf(this.#ctx, this.#cfg.namespace, name));
       this.#shared.set(key, shared);
     }
+    // The callback keeps the entry (and its key), not this call's copy of the key.
     const entry = shared;
     entry.users++;
     const stream = new DiffStream(call, entry, () => {
       this.#streams.delete(stream);
-      if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
+      if (--entry.users === 0 && this.#shared.get(entry.key) === entry) this.#shared.delete(entry.key);
     });
     if (!stream.ended) this.#streams.add(stream);
   }
@@ -262,12 +263,14 @@ function update(value: object): Buffer {
  * (at a change, all clients in step share one encoding).
  */
 class SharedDestination {
+  readonly key: string;
   readonly source: Var<Published>;
   users = 0;
   #to: Published | undefined;
   readonly #steps = new Map<Published | undefined, readonly Buffer[]>();
 
-  constructor(endpoints: Var<Endpoints>) {
+  constructor(key: string, endpoints: Var<Endpoints>) {
+    this.key = key;
     this.source = endpoints.map((e): Published => ({ endpoints: e }));
   }
 

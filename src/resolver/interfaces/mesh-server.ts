@@ -69,7 +69,7 @@ export class MeshServer {
   #server: GrpcServer | undefined;
   readonly #accessLog: AccessLog | undefined;
   readonly #writers = new Set<FrameWriter>();
-  readonly #shared = new Map<string, { readonly source: Var<Frame>; users: number }>();
+  readonly #shared = new Map<string, { readonly key: string; readonly source: Var<Frame>; users: number }>();
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
 
@@ -189,15 +189,16 @@ export class MeshServer {
     const key = `${m.path}\n${encodeMessage(m.request, request).toString('latin1')}`;
     let shared = this.#shared.get(key);
     if (shared === undefined) {
-      shared = { source, users: 0 };
+      shared = { key, source, users: 0 };
       this.#shared.set(key, shared);
     }
+    // The callback keeps the entry (and its key), not this call's copy of the key.
     const entry = shared;
     entry.users++;
     let writer: FrameWriter | undefined = undefined;
     writer = new FrameWriter(call, entry.source, () => {
       if (writer !== undefined) this.#writers.delete(writer);
-      if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
+      if (--entry.users === 0 && this.#shared.get(entry.key) === entry) this.#shared.delete(entry.key);
     }, m === MESH_METHODS.StreamDelegateTree);
     if (!writer.ended) this.#writers.add(writer);
   }
