@@ -21,9 +21,10 @@ export class HpackDecoder {
   /** The table's current maximum size: the last size update, initially our setting. */
   #limit: number;
   #bytes = 0;
-  #names: string[] = new Array<string>(16).fill('');
-  #values: string[] = new Array<string>(16).fill('');
-  #mask = 15;
+  // The rings start small (a connection's peer indexes a handful of fields) and double as needed.
+  #names: string[] = new Array<string>(4).fill('');
+  #values: string[] = new Array<string>(4).fill('');
+  #mask = 3;
   /** The ring slot the next entry goes into; the newest entry is just before it. */
   #head = 0;
   #count = 0;
@@ -284,12 +285,17 @@ class NameState {
 }
 
 /**
+ * The encoders' scratch buffer, shared by all of them: a block is used (copied into its frame)
+ * before the next one is encoded, and a connection need not hold a buffer of its own.
+ */
+let scratch: Buffer = Buffer.allocUnsafe(1024);
+
+/**
  * Encodes prx's header blocks for one connection. A proxy re-encodes much the same heads per
  * request, so it spends CPU, not bytes: pairs already in a table go out as one index, literals are
  * raw latin1 (no Huffman), and a name's state is one Map lookup per field.
  */
 export class HpackEncoder {
-  #buf: Buffer = Buffer.allocUnsafe(1024);
   readonly #byName = new Map<string, NameState>();
   /** The table's maximum size: min(the peer's setting, ENCODER_TABLE_CAP). */
   #limit = ENCODER_TABLE_CAP;
@@ -297,9 +303,9 @@ export class HpackEncoder {
   #pendingMin = -1;
   #bytes = 0;
   /** The dynamic table as a ring: each entry's name state and value; the newest is before #head. */
-  #states: Array<NameState | null> = new Array<NameState | null>(16).fill(null);
-  #values: string[] = new Array<string>(16).fill('');
-  #mask = 15;
+  #states: Array<NameState | null> = new Array<NameState | null>(4).fill(null);
+  #values: string[] = new Array<string>(4).fill('');
+  #mask = 3;
   #head = 0;
   #count = 0;
   /** Entries ever inserted: the newest entry's id, and HPACK index 62 + #inserted - id. */
@@ -328,10 +334,10 @@ export class HpackEncoder {
 
   /**
    * Encodes alternating names (lowercase) and values (latin1) as one header block. The result is a
-   * view of the encoder's scratch buffer, valid until the next call.
+   * view of the encoders' shared scratch buffer, valid until the next call of any encoder.
    */
   encode(fields: readonly string[]): Buffer {
-    let buf = this.#buf;
+    let buf = scratch;
     let o = 0;
     if (this.#pendingMin !== -1) {
       // §4.2: signal the smallest size since the last block (it evicted), then the final one.
@@ -454,9 +460,9 @@ export class HpackEncoder {
 
   /** A bigger scratch buffer holding the `used` octets written so far, with `room` more. */
   #grow(used: number, room: number): Buffer {
-    const buf = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, used + room));
-    this.#buf.copy(buf, 0, 0, used);
-    this.#buf = buf;
+    const buf = Buffer.allocUnsafe(Math.max(scratch.length * 2, used + room));
+    scratch.copy(buf, 0, 0, used);
+    scratch = buf;
     return buf;
   }
 }
