@@ -1,11 +1,12 @@
 import { isIPv4 } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
 import type { ServerTlsConfig } from '../../config/tls.js';
 import { type Addr, type BoundName, type Closable, Dtab, Path, Var, evalTree, readPath } from '../../naming/index.js';
+import { GrpcStatus } from '../../protocol/h2/grpc.js';
+import { type GrpcCallObserver, type GrpcServer, type GrpcServerCall, grpcMessage } from '../../protocol/h2/grpc-server.js';
 import { decodeMessage, encodeMessage } from '../../protocol/mesh/messages.js';
 import type { Counter } from '../../service/stats/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
-import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
+import { GRPC_SERVER_DEFAULTS, grpcServer, grpcUrl } from './grpc-listener.js';
 import type { InterfaceContext } from './interface-kind.js';
 
 /** Where the server listens and what it binds: the `io.prx.destination` config object (port 0 picks a free port). */
@@ -49,9 +50,10 @@ const PROFILE_PATH = '/io.linkerd.proxy.destination.Destination/GetProfile';
 export class DestinationServer {
   readonly #cfg: DestinationListenConfig;
   readonly #ctx: InterfaceContext;
-  readonly #server: grpc.Server;
+  readonly #options: DestinationServerOptions;
+  #server: GrpcServer | undefined;
   readonly #prefix: Path;
-  readonly #streams = new Set<{ end(status: grpc.StatusObject | { code: grpc.status; details: string }): void }>();
+  readonly #streams = new Set<{ end(code: number, details: string): void }>();
   readonly #shared = new Map<string, SharedDestination>();
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
@@ -60,30 +62,21 @@ export class DestinationServer {
     this.#cfg = cfg;
     this.#ctx = ctx;
     this.#prefix = readPath(cfg.prefix);
-    this.#server = new grpc.Server({
-      'grpc.max_receive_message_length': GRPC_SERVER_DEFAULTS.maxRequestBytes,
-      'grpc.keepalive_time_ms': options.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
-      'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
-    });
+    this.#options = options;
     this.#requests = ctx.stats.counter('requests');
     ctx.stats.gauge(['watches'], () => this.#streams.size);
-    const request = { requestSerialize: (v: object) => encodeMessage('GetDestination', v), requestDeserialize: (b: Buffer) => decodeMessage<GetDestination>('GetDestination', b) };
-    const response = { responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
-    this.#server.addService(
-      {
-        Get: { path: GET_PATH, requestStream: false, responseStream: true, originalName: 'get', ...request, ...response },
-        GetProfile: { path: PROFILE_PATH, requestStream: false, responseStream: true, originalName: 'getProfile', ...request, ...response },
-      },
-      {
-        Get: (call: grpc.ServerWritableStream<GetDestination, Buffer>) => this.#get(call),
-        GetProfile: (call: grpc.ServerWritableStream<GetDestination, Buffer>) => this.#profile(call),
-      },
-    );
   }
 
   async listen(): Promise<{ ip: string; port: number }> {
-    const creds = await serverCredentials('io.prx.destination', this.#cfg.tls);
-    const port = await bindServer(this.#server, this.#cfg.ip, this.#cfg.port, creds);
+    const server = await grpcServer('io.prx.destination', this.#cfg.tls, {
+      maxRequestBytes: GRPC_SERVER_DEFAULTS.maxRequestBytes,
+      keepaliveTimeMs: this.#options.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
+      keepaliveTimeoutMs: this.#options.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
+    });
+    server.handle(GET_PATH, (call, bytes) => this.#serve(call, bytes, false));
+    server.handle(PROFILE_PATH, (call, bytes) => this.#serve(call, bytes, true));
+    const { port } = await server.listen(this.#cfg.ip, this.#cfg.port);
+    this.#server = server;
     this.#address = { ip: this.#cfg.ip, port };
     this.#ctx.log.info({ address: this.#address, kind: 'io.prx.destination' }, 'io.prx.destination listening');
     return this.#address;
@@ -110,51 +103,81 @@ export class DestinationServer {
   async close(graceMs = 0): Promise<void> {
     if (this.#address === undefined) return;
     this.#address = undefined;
-    for (const s of [...this.#streams]) s.end({ code: grpc.status.UNAVAILABLE, details: 'the resolver is shutting down' });
-    await shutdownServer(this.#server, graceMs);
+    for (const s of [...this.#streams]) s.end(GrpcStatus.UNAVAILABLE, 'the resolver is shutting down');
+    await this.#server?.close(graceMs);
   }
 
-  #get(call: grpc.ServerWritableStream<GetDestination, Buffer>): void {
+  #serve(call: GrpcServerCall, bytes: Buffer, profile: boolean): void {
     this.#requests.incr();
-    const { scheme, path } = call.request;
+    let request: GetDestination;
+    try {
+      request = decodeMessage<GetDestination>('GetDestination', bytes);
+    } catch (e) {
+      call.end(GrpcStatus.INTERNAL, `Error deserializing request: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    if (profile) this.#profile(call);
+    else this.#get(call, request);
+  }
+
+  #get(call: GrpcServerCall, request: GetDestination): void {
+    const { scheme, path } = request;
     if (!scheme.includes('k8s')) {
-      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `Unknown scheme: ${scheme || 'unknown'}` });
+      call.end(GrpcStatus.UNIMPLEMENTED, `Unknown scheme: ${scheme || 'unknown'}`);
       return;
     }
     const service = serviceOf(path);
     if (service === undefined) {
-      call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'Empty request path' });
+      call.end(GrpcStatus.UNIMPLEMENTED, 'Empty request path');
       return;
     }
     const name = this.#prefix.concat(Path.utf8(service));
     const key = name.show;
     let shared = this.#shared.get(key);
     if (shared === undefined) {
-      shared = new SharedDestination(endpointsOf(this.#ctx, this.#cfg.namespace, name));
+      shared = new SharedDestination(key, endpointsOf(this.#ctx, this.#cfg.namespace, name));
       this.#shared.set(key, shared);
     }
+    // The callback keeps the entry (and its key), not this call's copy of the key.
     const entry = shared;
     entry.users++;
     const stream = new DiffStream(call, entry, () => {
       this.#streams.delete(stream);
-      if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
+      if (--entry.users === 0 && this.#shared.get(entry.key) === entry) this.#shared.delete(entry.key);
     });
     if (!stream.ended) this.#streams.add(stream);
   }
 
   /** One empty profile, and the stream stays open (clients treat an ended profile stream as a failure). */
-  #profile(call: grpc.ServerWritableStream<GetDestination, Buffer>): void {
-    this.#requests.incr();
-    const stream = {
-      end: (status: { code: grpc.status; details: string }) => {
-        this.#streams.delete(stream);
-        call.emit('error', status);
-      },
-    };
+  #profile(call: GrpcServerCall): void {
+    const stream = new ProfileStream(call, this.#streams);
     this.#streams.add(stream);
-    const done = (): void => void this.#streams.delete(stream);
-    call.on('cancelled', done).on('close', done);
-    call.write(encodeMessage('DestinationProfile', {}));
+    call.send(EMPTY_PROFILE);
+  }
+}
+
+const EMPTY_PROFILE = grpcMessage(encodeMessage('DestinationProfile', {}));
+
+/** A `GetProfile` call: open until the client goes or the server ends it. */
+class ProfileStream implements GrpcCallObserver {
+  readonly #call: GrpcServerCall;
+  readonly #streams: Set<unknown>;
+
+  constructor(call: GrpcServerCall, streams: Set<unknown>) {
+    this.#call = call;
+    this.#streams = streams;
+    call.observer = this;
+  }
+
+  end(code: number, details: string): void {
+    this.#streams.delete(this);
+    this.#call.end(code, details);
+  }
+
+  sent(): void {}
+
+  cancelled(): void {
+    this.#streams.delete(this);
   }
 }
 
@@ -217,16 +240,21 @@ const NO_ADDRS: ReadonlyMap<string, TcpAddr> = new Map();
  */
 function diffMessages(from: Endpoints | undefined, to: Endpoints): readonly Buffer[] {
   if (to.kind === 'pending') return NO_MESSAGES;
-  if (to.kind === 'none') return from?.kind === 'none' ? NO_MESSAGES : [encodeMessage('Update', { no_endpoints: { exists: false } })];
+  if (to.kind === 'none') return from?.kind === 'none' ? NO_MESSAGES : [update({ no_endpoints: { exists: false } })];
   const told = from?.kind === 'bound' ? from.addrs : NO_ADDRS;
   const out: Buffer[] = [];
   const added = [...to.addrs].filter(([k]) => !told.has(k));
-  if (added.length > 0) out.push(encodeMessage('Update', { add: { addrs: added.map(([, a]) => ({ addr: tcp(a), weight: 1 })) } }));
+  if (added.length > 0) out.push(update({ add: { addrs: added.map(([, a]) => ({ addr: tcp(a), weight: 1 })) } }));
   const removed = [...told].filter(([k]) => !to.addrs.has(k));
-  if (removed.length > 0) out.push(encodeMessage('Update', { remove: { addrs: removed.map(([, a]) => tcp(a)) } }));
+  if (removed.length > 0) out.push(update({ remove: { addrs: removed.map(([, a]) => tcp(a)) } }));
   // The destination exists but has no endpoints.
-  if (out.length === 0 && from?.kind !== 'bound') out.push(encodeMessage('Update', { no_endpoints: { exists: true } }));
+  if (out.length === 0 && from?.kind !== 'bound') out.push(update({ no_endpoints: { exists: true } }));
   return out;
+}
+
+/** An `Update` message, length-prefixed for the wire. */
+function update(value: object): Buffer {
+  return grpcMessage(encodeMessage('Update', value));
 }
 
 /**
@@ -235,12 +263,14 @@ function diffMessages(from: Endpoints | undefined, to: Endpoints): readonly Buff
  * (at a change, all clients in step share one encoding).
  */
 class SharedDestination {
+  readonly key: string;
   readonly source: Var<Published>;
   users = 0;
   #to: Published | undefined;
   readonly #steps = new Map<Published | undefined, readonly Buffer[]>();
 
-  constructor(endpoints: Var<Endpoints>) {
+  constructor(key: string, endpoints: Var<Endpoints>) {
+    this.key = key;
     this.source = endpoints.map((e): Published => ({ endpoints: e }));
   }
 
@@ -260,8 +290,8 @@ class SharedDestination {
 }
 
 /** One `Get` call: the value its client has been told, and the messages still to send to reach the current one. */
-class DiffStream {
-  readonly #call: grpc.ServerWritableStream<GetDestination, Buffer>;
+class DiffStream implements GrpcCallObserver {
+  readonly #call: GrpcServerCall;
   readonly #shared: SharedDestination;
   readonly #onEnd: () => void;
   #told: Published | undefined;
@@ -272,12 +302,11 @@ class DiffStream {
   #sub: Closable | undefined;
   #done = false;
 
-  constructor(call: grpc.ServerWritableStream<GetDestination, Buffer>, shared: SharedDestination, onEnd: () => void) {
+  constructor(call: GrpcServerCall, shared: SharedDestination, onEnd: () => void) {
     this.#call = call;
     this.#shared = shared;
     this.#onEnd = onEnd;
-    call.on('cancelled', () => this.#finish());
-    call.on('close', () => this.#finish());
+    call.observer = this;
     const sub = shared.source.observe((p) => {
       this.#current = p;
       this.#pump();
@@ -290,10 +319,19 @@ class DiffStream {
     return this.#done;
   }
 
-  end(status: { code: grpc.status; details: string }): void {
+  end(code: number, details: string): void {
     if (this.#done) return;
     this.#finish();
-    this.#call.emit('error', status);
+    this.#call.end(code, details);
+  }
+
+  sent(): void {
+    this.#writing = false;
+    this.#pump();
+  }
+
+  cancelled(): void {
+    this.#finish();
   }
 
   /**
@@ -301,21 +339,18 @@ class DiffStream {
    * messages are being sent waits for them: the client then gets one diff to the newest value.
    */
   #pump(): void {
-    if (this.#done || this.#writing) return;
-    if (this.#next >= this.#queue.length) {
-      const current = this.#current;
-      if (current === undefined || current === this.#told || current.endpoints.kind === 'pending') return;
-      this.#queue = this.#shared.steps(this.#told, current);
-      this.#next = 0;
-      this.#told = current;
-      if (this.#queue.length === 0) return;
+    while (!this.#done && !this.#writing) {
+      if (this.#next >= this.#queue.length) {
+        const current = this.#current;
+        if (current === undefined || current === this.#told || current.endpoints.kind === 'pending') return;
+        this.#queue = this.#shared.steps(this.#told, current);
+        this.#next = 0;
+        this.#told = current;
+        if (this.#queue.length === 0) return;
+      }
+      const message = this.#queue[this.#next++] as Buffer;
+      this.#writing = !this.#call.send(message);
     }
-    const message = this.#queue[this.#next++] as Buffer;
-    this.#writing = true;
-    this.#call.write(message, () => {
-      this.#writing = false;
-      this.#pump();
-    });
   }
 
   #finish(): void {

@@ -1,11 +1,11 @@
 import { readFile } from 'node:fs/promises';
-import * as grpc from '@grpc/grpc-js';
 import type { ServerTlsConfig } from '../../config/tls.js';
 import { errorMessage } from '../../core/errors.js';
+import { GrpcServer, type GrpcServerOptions } from '../../protocol/h2/grpc-server.js';
 import { InterfaceTlsError } from '../errors.js';
 
-// What the resolver's gRPC interfaces (mesh, destination) share: credentials from the interface's
-// `tls`, binding, and a graceful stop. Loaded only with them (dynamic imports).
+// What the resolver's gRPC interfaces (mesh, destination) share: a server on prx's own HTTP/2
+// codec with credentials from the interface's `tls`. Loaded only with them (dynamic imports).
 
 /**
  * Server defaults: requests are a root, a name and a dtab, so 1 MiB is far beyond any real one;
@@ -13,9 +13,12 @@ import { InterfaceTlsError } from '../errors.js';
  */
 export const GRPC_SERVER_DEFAULTS = { maxRequestBytes: 1024 * 1024, keepaliveTimeMs: 30_000, keepaliveTimeoutMs: 10_000 } as const;
 
-/** Plaintext, or TLS from the interface's certificate and key (and client CA, which then requires client certificates). */
-export async function serverCredentials(kind: string, tls: ServerTlsConfig | undefined): Promise<grpc.ServerCredentials> {
-  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+/**
+ * A gRPC server, plaintext or TLS from the interface's certificate and key (and client CA, which
+ * then requires client certificates); a file that cannot be read is an {@link InterfaceTlsError}.
+ */
+export async function grpcServer(kind: string, tls: ServerTlsConfig | undefined, options: Omit<GrpcServerOptions, 'tls'>): Promise<GrpcServer> {
+  if (tls === undefined) return new GrpcServer(options);
   const read = async (path: string): Promise<Buffer> => {
     try {
       return await readFile(path);
@@ -23,31 +26,13 @@ export async function serverCredentials(kind: string, tls: ServerTlsConfig | und
       throw new InterfaceTlsError(`${kind}: cannot read ${path}: ${errorMessage(e)}`, { cause: e });
     }
   };
-  const [cert, key, ca] = await Promise.all([read(tls.certPath), read(tls.keyPath), tls.caCertPath === undefined ? null : read(tls.caCertPath)]);
-  return grpc.ServerCredentials.createSsl(ca, [{ cert_chain: cert, private_key: key }], ca !== null);
-}
-
-/** Binds `server` to ip:port (0 picks a port); resolves with the port bound. */
-export function bindServer(server: grpc.Server, ip: string, port: number, creds: grpc.ServerCredentials): Promise<number> {
-  const host = ip.includes(':') ? `[${ip}]` : ip;
-  return new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${host}:${port}`, creds, (err, p) => (err ? reject(err) : resolve(p)));
-  });
-}
-
-/** Stops accepting; calls still running after `graceMs` are dropped. */
-export function shutdownServer(server: grpc.Server, graceMs: number): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, graceMs);
-    timer.unref();
-    server.tryShutdown(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  const [cert, key, ca] = await Promise.all([read(tls.certPath), read(tls.keyPath), tls.caCertPath === undefined ? undefined : read(tls.caCertPath)]);
+  try {
+    return new GrpcServer({ ...options, tls: { cert, key, ca } });
+  } catch (e) {
+    // A key that does not match its certificate, or PEM that does not parse.
+    throw new InterfaceTlsError(`${kind}: ${errorMessage(e)}`, { cause: e });
+  }
 }
 
 /** `http://127.0.0.1:4321`, `https://[::1]:8086`. */

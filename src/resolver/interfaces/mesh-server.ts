@@ -1,7 +1,8 @@
-import * as grpc from '@grpc/grpc-js';
 import type { ServerTlsConfig } from '../../config/tls.js';
 import { PrxError } from '../../core/errors.js';
 import { type Dtab, type Path, Var } from '../../naming/index.js';
+import { GrpcStatus } from '../../protocol/h2/grpc.js';
+import { type GrpcServer, type GrpcServerCall, grpcMessage } from '../../protocol/h2/grpc-server.js';
 import { type AccessLog, routerAccessLog } from '../../protocol/http/access-log.js';
 import {
   type PDtab, type PPath, addrToReplicas, boundTreeToProto, delegateTreeToProto, dtabFromProto, dtabRsp,
@@ -10,7 +11,7 @@ import {
 import { MESH_METHODS, type MeshMethod, type MeshMethodName, type MeshTypeName, decodeMessage, encodeMessage } from '../../protocol/mesh/messages.js';
 import type { Counter } from '../../service/stats/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
-import { GRPC_SERVER_DEFAULTS, bindServer, grpcUrl, serverCredentials, shutdownServer } from './grpc-listener.js';
+import { GRPC_SERVER_DEFAULTS, grpcServer, grpcUrl } from './grpc-listener.js';
 import type { InterfaceContext } from './interface-kind.js';
 import {
   type Frame, FrameWriter, type GrpcError, PENDING_FRAME, endFrame, firstFrame, framesOf, grpcError, statusOf,
@@ -42,9 +43,9 @@ export const DEFAULT_ANSWER_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_REQUEST_BYTES = GRPC_SERVER_DEFAULTS.maxRequestBytes;
 
 type Request = Record<string, unknown>;
-const NO_ROOT = grpcError(grpc.status.INVALID_ARGUMENT, 'No namespace specified');
-const NO_NAME = grpcError(grpc.status.NOT_FOUND, 'No name given');
-const ROOT_NOT_FOUND = grpcError(grpc.status.NOT_FOUND, 'Root not found');
+const NO_ROOT = grpcError(GrpcStatus.INVALID_ARGUMENT, 'No namespace specified');
+const NO_NAME = grpcError(GrpcStatus.NOT_FOUND, 'No name given');
+const ROOT_NOT_FOUND = grpcError(GrpcStatus.NOT_FOUND, 'Root not found');
 
 /** A request that cannot be served: answered with its status at once (never logged as a failure). */
 class MeshRequestRefusedError extends PrxError {
@@ -56,7 +57,7 @@ class MeshRequestRefusedError extends PrxError {
 }
 
 /**
- * The `io.prx.mesh` interface's gRPC server (grpc-js): the Interpreter, Resolver and Delegator
+ * The `io.prx.mesh` interface's gRPC server (prx's own, protocol/h2/grpc-server.ts): the Interpreter, Resolver and Delegator
  * services of `io.linkerd.mesh` over the resolver's naming and storage. Streamed views are shared
  * between calls that watch the same thing and encoded once per change.
  */
@@ -64,10 +65,11 @@ export class MeshServer {
   readonly #cfg: MeshListenConfig;
   readonly #ctx: InterfaceContext;
   readonly #answerTimeoutMs: number;
-  readonly #server: grpc.Server;
+  readonly #options: MeshServerOptions;
+  #server: GrpcServer | undefined;
   readonly #accessLog: AccessLog | undefined;
   readonly #writers = new Set<FrameWriter>();
-  readonly #shared = new Map<string, { readonly source: Var<Frame>; users: number }>();
+  readonly #shared = new Map<string, { readonly key: string; readonly source: Var<Frame>; users: number }>();
   readonly #requests: Counter;
   #address: { ip: string; port: number } | undefined;
 
@@ -75,23 +77,25 @@ export class MeshServer {
     this.#cfg = cfg;
     this.#ctx = ctx;
     this.#answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
-    this.#server = new grpc.Server({
-      'grpc.max_receive_message_length': options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
-      'grpc.keepalive_time_ms': options.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
-      'grpc.keepalive_timeout_ms': options.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
-    });
+    this.#options = options;
     this.#accessLog = routerAccessLog(
       { path: cfg.h2AccessLog, rollPolicy: cfg.h2AccessLogRollPolicy, append: cfg.h2AccessLogAppend, rotateCount: cfg.h2AccessLogRotateCount },
       ctx.log,
     );
     this.#requests = ctx.stats.counter('requests');
     ctx.stats.gauge(['watches'], () => this.#writers.size);
-    this.#addServices();
   }
 
   async listen(): Promise<{ ip: string; port: number }> {
-    const creds = await serverCredentials('io.prx.mesh', this.#cfg.tls);
-    const port = await bindServer(this.#server, this.#cfg.ip, this.#cfg.port, creds);
+    const o = this.#options;
+    const server = await grpcServer('io.prx.mesh', this.#cfg.tls, {
+      maxRequestBytes: o.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+      keepaliveTimeMs: o.keepaliveTimeMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeMs,
+      keepaliveTimeoutMs: o.keepaliveTimeoutMs ?? GRPC_SERVER_DEFAULTS.keepaliveTimeoutMs,
+    });
+    this.#addMethods(server);
+    const { port } = await server.listen(this.#cfg.ip, this.#cfg.port);
+    this.#server = server;
     this.#address = { ip: this.#cfg.ip, port };
     this.#ctx.log.info({ address: this.#address, kind: 'io.prx.mesh' }, 'io.prx.mesh listening');
     return this.#address;
@@ -129,15 +133,15 @@ export class MeshServer {
   async close(graceMs = 0): Promise<void> {
     if (this.#address === undefined) return;
     this.#address = undefined;
-    for (const w of [...this.#writers]) w.end(grpcError(grpc.status.UNAVAILABLE, 'the resolver is shutting down'));
-    await shutdownServer(this.#server, graceMs);
+    for (const w of [...this.#writers]) w.end(grpcError(GrpcStatus.UNAVAILABLE, 'the resolver is shutting down'));
+    await this.#server?.close(graceMs);
     await this.#accessLog?.close();
   }
 
   // ---------------------------------------------------------------------------------------------
   // Services
 
-  #addServices(): void {
+  #addMethods(server: GrpcServer): void {
     const handlers: Record<MeshMethodName, (req: Request) => Var<Frame>> = {
       GetBoundTree: (req) => this.#bind(req),
       StreamBoundTree: (req) => this.#bind(req),
@@ -148,66 +152,53 @@ export class MeshServer {
       GetDelegateTree: (req) => this.#delegate(req),
       StreamDelegateTree: (req) => this.#delegate(req),
     };
-    const services = new Map<string, { definition: Record<string, grpc.MethodDefinition<Request, Buffer>>; impl: grpc.UntypedServiceImplementation }>();
     for (const [name, m] of Object.entries(MESH_METHODS) as [MeshMethodName, MeshMethod][]) {
-      let service = services.get(m.service);
-      if (service === undefined) {
-        service = { definition: {}, impl: {} };
-        services.set(m.service, service);
-      }
-      service.definition[name] = {
-        path: m.path,
-        requestStream: false,
-        responseStream: m.streaming,
-        // Only the client side serializes requests; the server never does.
-        requestSerialize: (v: Request) => encodeMessage(m.request, v),
-        requestDeserialize: (b: Buffer) => decodeMessage<Request>(m.request, b),
-        // Responses are encoded before they reach grpc-js (once per change, for every watcher).
-        responseSerialize: (v: Buffer) => v,
-        responseDeserialize: (b: Buffer) => b,
-        originalName: name,
-      };
       const view = handlers[name];
-      service.impl[name] = m.streaming
-        ? (call: grpc.ServerWritableStream<Request, Buffer>) => this.#serveStream(m, call, view)
-        : (call: grpc.ServerUnaryCall<Request, Buffer>, cb: grpc.sendUnaryData<Buffer>) => void this.#serveUnary(m, call, cb, view);
+      server.handle(m.path, (call, bytes) => {
+        this.#begin(m, call);
+        let request: Request;
+        try {
+          request = decodeMessage<Request>(m.request, bytes);
+        } catch (e) {
+          // As grpc-js answered a request it could not deserialize.
+          call.end(GrpcStatus.INTERNAL, `Error deserializing request: ${e instanceof Error ? e.message : String(e)}`);
+          return;
+        }
+        if (m.streaming) this.#serveStream(m, call, request, view);
+        else void this.#serveUnary(call, request, view);
+      });
     }
-    for (const s of services.values()) this.#server.addService(s.definition, s.impl);
   }
 
-  async #serveUnary(
-    m: MeshMethod,
-    call: grpc.ServerUnaryCall<Request, Buffer>,
-    cb: grpc.sendUnaryData<Buffer>,
-    view: (req: Request) => Var<Frame>,
-  ): Promise<void> {
-    this.#begin(m, call);
-    const source = this.#view(call.request, view);
+  async #serveUnary(call: GrpcServerCall, request: Request, view: (req: Request) => Var<Frame>): Promise<void> {
+    const source = this.#view(request, view);
     const f = source instanceof MeshRequestRefusedError ? endFrame(source.status) : await firstFrame(source, this.#answerTimeoutMs);
-    if (f.kind === 'message') cb(null, f.bytes);
-    else cb(f.status);
+    if (f.kind === 'message') {
+      call.send(f.bytes);
+      call.end(GrpcStatus.OK);
+    } else call.end(f.status.code, f.status.details);
   }
 
-  #serveStream(m: MeshMethod, call: grpc.ServerWritableStream<Request, Buffer>, view: (req: Request) => Var<Frame>): void {
-    this.#begin(m, call);
-    const source = this.#view(call.request, view);
+  #serveStream(m: MeshMethod, call: GrpcServerCall, request: Request, view: (req: Request) => Var<Frame>): void {
+    const source = this.#view(request, view);
     if (source instanceof MeshRequestRefusedError) {
-      call.emit('error', source.status);
+      call.end(source.status.code, source.status.details);
       return;
     }
     // Views are shared by what they show: the request message's bytes identify it.
-    const key = `${m.path}\n${encodeMessage(m.request, call.request).toString('latin1')}`;
+    const key = `${m.path}\n${encodeMessage(m.request, request).toString('latin1')}`;
     let shared = this.#shared.get(key);
     if (shared === undefined) {
-      shared = { source, users: 0 };
+      shared = { key, source, users: 0 };
       this.#shared.set(key, shared);
     }
+    // The callback keeps the entry (and its key), not this call's copy of the key.
     const entry = shared;
     entry.users++;
     let writer: FrameWriter | undefined = undefined;
     writer = new FrameWriter(call, entry.source, () => {
       if (writer !== undefined) this.#writers.delete(writer);
-      if (--entry.users === 0 && this.#shared.get(key) === entry) this.#shared.delete(key);
+      if (--entry.users === 0 && this.#shared.get(entry.key) === entry) this.#shared.delete(entry.key);
     }, m === MESH_METHODS.StreamDelegateTree);
     if (!writer.ended) this.#writers.add(writer);
   }
@@ -222,15 +213,16 @@ export class MeshServer {
     }
   }
 
-  #begin(m: MeshMethod, call: grpc.ServerUnaryCall<Request, Buffer> | grpc.ServerWritableStream<Request, Buffer>): void {
+  #begin(m: MeshMethod, call: GrpcServerCall): void {
     this.#requests.incr();
     this.#ctx.stats.counter(m.name, 'requests').incr();
     const log = this.#accessLog;
     if (log === undefined) return;
-    const userAgent = call.metadata.get('user-agent')[0];
+    const userAgent = call.headers['user-agent'];
+    const authority = call.headers[':authority'];
     log.log({
-      host: call.getHost(),
-      remoteHost: hostOfPeer(call.getPeer()),
+      host: typeof authority === 'string' ? authority : '-',
+      remoteHost: call.remoteAddress ?? '-',
       time: Date.now(),
       method: 'POST',
       uri: m.path,
@@ -299,7 +291,7 @@ export class MeshServer {
 }
 
 function message(type: MeshTypeName, value: object): Frame {
-  return { kind: 'message', bytes: encodeMessage(type, value) };
+  return { kind: 'message', bytes: grpcMessage(encodeMessage(type, value)) };
 }
 
 function constant(f: Frame): Var<Frame> {
@@ -321,7 +313,7 @@ function asyncFrame(run: (signal: AbortSignal) => Promise<Frame>): Var<Frame> {
 function namespaceOf(root: unknown): string {
   if (root == null) throw new MeshRequestRefusedError(NO_ROOT);
   const path = pathFromProto(root);
-  if (path.size !== 1) throw new MeshRequestRefusedError(grpcError(grpc.status.INVALID_ARGUMENT, `Invalid root: \`${path.show}\` must have exactly one segment`));
+  if (path.size !== 1) throw new MeshRequestRefusedError(grpcError(GrpcStatus.INVALID_ARGUMENT, `Invalid root: \`${path.show}\` must have exactly one segment`));
   return path.elemUtf8(0);
 }
 
@@ -330,11 +322,3 @@ function nameOf(name: unknown): Path {
   if (path === undefined || path.isEmpty) throw new MeshRequestRefusedError(NO_NAME);
   return path;
 }
-
-/** `127.0.0.1:5000` / `[::1]:5000` → the host part. */
-function hostOfPeer(peer: string): string {
-  const colon = peer.lastIndexOf(':');
-  const host = colon > 0 ? peer.slice(0, colon) : peer;
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
-}
-

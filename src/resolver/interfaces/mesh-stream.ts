@@ -1,26 +1,27 @@
-import { status as GrpcStatus, type ServerWritableStream, type StatusObject } from '@grpc/grpc-js';
 import { PrxError, errorMessage } from '../../core/errors.js';
+import { GrpcStatus } from '../../protocol/h2/grpc.js';
+import type { GrpcCallObserver, GrpcServerCall } from '../../protocol/h2/grpc-server.js';
 import { type Activity, type Closable, type Dtab, NAMING_BUDGET_CODES, type State, type Var } from '../../naming/index.js';
 
 /**
- * What a mesh call currently has to send: nothing yet, one encoded response message, or the
- * status that ends the call. Messages are encoded once per change and shared by every call
- * watching the same view.
+ * What a mesh call currently has to send: nothing yet, one encoded response message (length-
+ * prefixed for the wire), or the status that ends the call. Messages are encoded once per change
+ * and shared by every call watching the same view.
  */
 export type Frame =
   | { readonly kind: 'pending' }
   | { readonly kind: 'message'; readonly bytes: Buffer }
   | { readonly kind: 'end'; readonly status: GrpcError };
 
-/** A gRPC status with its details, as grpc-js takes it from a handler. */
-export interface GrpcError extends Partial<StatusObject> {
-  readonly code: GrpcStatus;
+/** A gRPC status code with its details. */
+export interface GrpcError {
+  readonly code: number;
   readonly details: string;
 }
 
 export const PENDING_FRAME: Frame = Object.freeze({ kind: 'pending' });
 
-export function grpcError(code: GrpcStatus, details: string): GrpcError {
+export function grpcError(code: number, details: string): GrpcError {
   return { code, details };
 }
 
@@ -60,14 +61,14 @@ export function framesOf<T>(activity: Activity<T>, encode: (v: T) => Frame, onFa
 }
 
 /**
- * One server-streaming call fed from a frame source. At most one message is in grpc-js at a time;
- * while it is being written (a slow consumer, a full HTTP/2 window) only the newest frame is kept,
- * so a stalled client costs one pending message however many updates happen (latest value wins).
- * A message equal to the last one written is not sent again. An `end` frame ends the call with
- * its status; the observation of the source is closed however the call ends.
+ * One server-streaming call fed from a frame source. At most one message is in flight at a time;
+ * while it waits for flow control (a slow consumer, a full HTTP/2 window) only the newest frame is
+ * kept, so a stalled client costs one pending message however many updates happen (latest value
+ * wins). A message equal to the last one written is not sent again. An `end` frame ends the call
+ * with its status; the observation of the source is closed however the call ends.
  */
-export class FrameWriter {
-  readonly #call: ServerWritableStream<unknown, Buffer>;
+export class FrameWriter implements GrpcCallObserver {
+  readonly #call: GrpcServerCall;
   readonly #onEnd: () => void;
   readonly #once: boolean;
   #sub: Closable | undefined;
@@ -75,16 +76,15 @@ export class FrameWriter {
   #queued: Frame | undefined;
   #writing = false;
   #done = false;
-  /** Messages handed to grpc-js (tests compare it with the updates made). */
+  /** Messages handed to the call (tests compare it with the updates made). */
   written = 0;
 
   /** With `once`, the call ends (status OK) after its first message. */
-  constructor(call: ServerWritableStream<unknown, Buffer>, source: Var<Frame>, onEnd: () => void, once = false) {
+  constructor(call: GrpcServerCall, source: Var<Frame>, onEnd: () => void, once = false) {
     this.#call = call;
     this.#onEnd = onEnd;
     this.#once = once;
-    call.on('cancelled', () => this.#finish());
-    call.on('close', () => this.#finish());
+    call.observer = this;
     const sub = source.observe((f) => this.#onFrame(f));
     if (this.#done) sub.close();
     else this.#sub = sub;
@@ -96,7 +96,20 @@ export class FrameWriter {
 
   /** Ends the call with `status` (shutdown). */
   end(status: GrpcError): void {
+    this.#queued = undefined;
+    this.#writing = false;
     this.#onFrame(endFrame(status));
+  }
+
+  sent(): void {
+    this.#writing = false;
+    const next = this.#queued;
+    this.#queued = undefined;
+    if (next !== undefined) this.#onFrame(next);
+  }
+
+  cancelled(): void {
+    this.#finish();
   }
 
   #onFrame(f: Frame): void {
@@ -107,28 +120,19 @@ export class FrameWriter {
     }
     if (f.kind === 'end') {
       this.#finish();
-      this.#call.emit('error', f.status);
+      this.#call.end(f.status.code, f.status.details);
       return;
     }
     if (this.#last !== undefined && this.#last.equals(f.bytes)) return;
     this.#last = f.bytes;
-    this.#writing = true;
     this.written++;
     if (this.#once) {
       this.#finish();
-      // grpc-js's end() takes trailing metadata, not a last chunk.
-      this.#call.write(f.bytes);
-      this.#call.end();
+      this.#call.send(f.bytes);
+      this.#call.end(GrpcStatus.OK);
       return;
     }
-    this.#call.write(f.bytes, () => this.#written());
-  }
-
-  #written(): void {
-    this.#writing = false;
-    const next = this.#queued;
-    this.#queued = undefined;
-    if (next !== undefined) this.#onFrame(next);
+    this.#writing = !this.#call.send(f.bytes);
   }
 
   #finish(): void {

@@ -62,7 +62,7 @@ export const meshInterfaceSchema = z
 export type MeshInterfaceConfig = z.output<typeof meshInterfaceSchema>;
 
 /**
- * The interface as the resolver process holds it. gRPC and protobufjs are loaded by `listen()`
+ * The interface as the resolver process holds it. Its gRPC server and protobufjs are loaded by `listen()`
  * (a dynamic import of ./mesh-server.js), so a resolver without a mesh interface never loads them.
  */
 export class MeshInterface implements ResolverInterface {

@@ -21,6 +21,8 @@ export interface H2SessionSettings {
   readonly maxHeaderListBytes: number | undefined;
   /** Credit is returned once the window left falls to this share of its size (Linkerd's windowUpdateRatio). */
   readonly windowUpdateRatio: number;
+  /** The size of the slabs outgoing frames are packed into (default 64 KiB; one is held per connection). */
+  readonly writeSlabBytes?: number | undefined;
 }
 
 const FLUSH_BEFORE_DESTROY_MS = 1000;
@@ -40,7 +42,7 @@ const FLUSH_AT_BYTES = 256 * 1024;
 export abstract class H2Connection<S extends SendingStream> implements FrameSink {
   protected readonly socket: Duplex;
   protected readonly settings: H2SessionSettings;
-  protected readonly out = new FrameWriter();
+  protected readonly out: FrameWriter;
   readonly #parser: FrameParser;
   readonly #encoder = new HpackEncoder();
   readonly #decoder: HpackDecoder;
@@ -66,6 +68,7 @@ export abstract class H2Connection<S extends SendingStream> implements FrameSink
   constructor(socket: Duplex, settings: H2SessionSettings) {
     this.socket = socket;
     this.settings = settings;
+    this.out = new FrameWriter(settings.writeSlabBytes);
     this.#decoder = new HpackDecoder(settings.headerTableBytes);
     this.#parser = new FrameParser(this, settings.maxFrameBytes);
     this.#connRecvWindow = settings.connectionWindowBytes;
@@ -301,8 +304,18 @@ export abstract class H2Connection<S extends SendingStream> implements FrameSink
   #ping(flags: number, id: number, payload: Buffer): void {
     if (id !== 0) return this.connectionError(H2Code.PROTOCOL_ERROR, 'PING on a stream');
     if (payload.length !== 8) return this.connectionError(H2Code.FRAME_SIZE_ERROR, 'PING of a length other than 8');
-    if ((flags & Flag.ACK) !== 0) return;
+    if ((flags & Flag.ACK) !== 0) return this.pingAcked(payload);
     this.out.frame(FrameType.PING, Flag.ACK, 0, payload);
+    this.scheduleFlush();
+  }
+
+  /** The peer acknowledged a PING (ours, if its payload is one we sent). */
+  protected pingAcked(_payload: Buffer): void {}
+
+  /** Sends a PING with this 8-byte payload (liveness checks; the answer comes to pingAcked). */
+  protected sendPing(payload: Buffer): void {
+    if (this.failed !== undefined || this.socketClosed) return;
+    this.out.frame(FrameType.PING, 0, 0, payload);
     this.scheduleFlush();
   }
 

@@ -107,12 +107,19 @@ const COPY_BELOW = 1024;
  * the socket is never written again); large DATA payloads join the queue as they are.
  */
 export class FrameWriter {
-  #slab = Buffer.allocUnsafe(SLAB_BYTES);
+  /** Each slab's size: a session holds one, so servers of many idle connections choose small ones. */
+  readonly #slabBytes: number;
+  #slab: Buffer;
   /** Start of the slab region not yet queued, and the write position. */
   #start = 0;
   #pos = 0;
   #parts: Buffer[] = [];
   #bytes = 0;
+
+  constructor(slabBytes = SLAB_BYTES) {
+    this.#slabBytes = slabBytes;
+    this.#slab = Buffer.allocUnsafe(slabBytes);
+  }
 
   /** Bytes queued and not yet taken. */
   get pending(): number {
@@ -123,7 +130,7 @@ export class FrameWriter {
   #room(n: number): void {
     if (this.#pos + n <= this.#slab.length) return;
     this.#cut();
-    this.#slab = Buffer.allocUnsafe(Math.max(SLAB_BYTES, n));
+    this.#slab = Buffer.allocUnsafe(Math.max(this.#slabBytes, n));
     this.#start = 0;
     this.#pos = 0;
   }

@@ -21,9 +21,10 @@ export class HpackDecoder {
   /** The table's current maximum size: the last size update, initially our setting. */
   #limit: number;
   #bytes = 0;
-  #names: string[] = new Array<string>(16).fill('');
-  #values: string[] = new Array<string>(16).fill('');
-  #mask = 15;
+  // The rings start small (a connection's peer indexes a handful of fields) and double as needed.
+  #names: string[] = new Array<string>(4).fill('');
+  #values: string[] = new Array<string>(4).fill('');
+  #mask = 3;
   /** The ring slot the next entry goes into; the newest entry is just before it. */
   #head = 0;
   #count = 0;
@@ -263,8 +264,8 @@ class NameState {
   readonly staticValues: Map<string, number> | null;
   /** The longest value indexed with this name; longer ones are sent without indexing. */
   readonly maxIndexedValue: number;
-  /** Value -> id of the newest dynamic entry with it (ids count insertions from 1). */
-  readonly dynamicValues = new Map<string, number>();
+  /** Value -> id of the newest dynamic entry with it (ids count insertions from 1); made at the first insertion. */
+  dynamicValues: Map<string, number> | null = null;
   /** The id of the newest dynamic entry with this name, 0 if none. */
   newestId = 0;
   dynamicCount = 0;
@@ -284,12 +285,17 @@ class NameState {
 }
 
 /**
+ * The encoders' scratch buffer, shared by all of them: a block is used (copied into its frame)
+ * before the next one is encoded, and a connection need not hold a buffer of its own.
+ */
+let scratch: Buffer = Buffer.allocUnsafe(1024);
+
+/**
  * Encodes prx's header blocks for one connection. A proxy re-encodes much the same heads per
  * request, so it spends CPU, not bytes: pairs already in a table go out as one index, literals are
  * raw latin1 (no Huffman), and a name's state is one Map lookup per field.
  */
 export class HpackEncoder {
-  #buf: Buffer = Buffer.allocUnsafe(1024);
   readonly #byName = new Map<string, NameState>();
   /** The table's maximum size: min(the peer's setting, ENCODER_TABLE_CAP). */
   #limit = ENCODER_TABLE_CAP;
@@ -297,19 +303,24 @@ export class HpackEncoder {
   #pendingMin = -1;
   #bytes = 0;
   /** The dynamic table as a ring: each entry's name state and value; the newest is before #head. */
-  #states: Array<NameState | null> = new Array<NameState | null>(16).fill(null);
-  #values: string[] = new Array<string>(16).fill('');
-  #mask = 15;
+  #states: Array<NameState | null> = new Array<NameState | null>(4).fill(null);
+  #values: string[] = new Array<string>(4).fill('');
+  #mask = 3;
   #head = 0;
   #count = 0;
   /** Entries ever inserted: the newest entry's id, and HPACK index 62 + #inserted - id. */
   #inserted = 0;
 
-  constructor() {
-    for (const name of STATIC_BY_NAME.keys()) this.#byName.set(name, new NameState(name, false));
-    for (const name of NAME_POLICY.keys()) {
-      if (!this.#byName.has(name)) this.#byName.set(name, new NameState(name, false));
-    }
+  /**
+   * Name states are made as names are first sent (a connection sends a handful of the table's 60
+   * names; made up front they were ~20 KiB per connection, which a server of many idle clients pays
+   * for each).
+   */
+  #knownState(name: string): NameState | undefined {
+    if (!STATIC_BY_NAME.has(name) && !NAME_POLICY.has(name)) return undefined;
+    const state = new NameState(name, false);
+    this.#byName.set(name, state);
+    return state;
   }
 
   /** The peer's SETTINGS_HEADER_TABLE_SIZE (initially 4096); a change goes out at the next block's start. */
@@ -323,10 +334,10 @@ export class HpackEncoder {
 
   /**
    * Encodes alternating names (lowercase) and values (latin1) as one header block. The result is a
-   * view of the encoder's scratch buffer, valid until the next call.
+   * view of the encoders' shared scratch buffer, valid until the next call of any encoder.
    */
   encode(fields: readonly string[]): Buffer {
-    let buf = this.#buf;
+    let buf = scratch;
     let o = 0;
     if (this.#pendingMin !== -1) {
       // §4.2: signal the smallest size since the last block (it evicted), then the final one.
@@ -340,7 +351,7 @@ export class HpackEncoder {
       // Two integers of at most 6 octets each, a literal name and a value (one octet per char).
       const room = 12 + name.length + value.length;
       if (buf.length - o < room) buf = this.#grow(o, room);
-      const state = this.#byName.get(name);
+      const state = this.#byName.get(name) ?? this.#knownState(name);
       let policy = INDEX;
       let nameIndex = 0;
       if (state !== undefined) {
@@ -352,7 +363,7 @@ export class HpackEncoder {
             continue;
           }
           if (state.dynamicCount !== 0) {
-            const id = state.dynamicValues.get(value);
+            const id = state.dynamicValues?.get(value);
             if (id !== undefined) {
               o = writeInteger(buf, o, 0x80, 0x7f, STATIC_COUNT + 1 + this.#inserted - id);
               continue;
@@ -407,7 +418,7 @@ export class HpackEncoder {
     this.#count++;
     this.#bytes += size;
     const id = ++this.#inserted;
-    state.dynamicValues.set(value, id);
+    (state.dynamicValues ??= new Map<string, number>()).set(value, id);
     state.newestId = id;
     state.dynamicCount++;
   }
@@ -419,7 +430,8 @@ export class HpackEncoder {
       const state = this.#states[slot]!;
       const value = this.#values[slot]!;
       const id = this.#inserted - this.#count + 1;
-      if (state.dynamicValues.get(value) === id) state.dynamicValues.delete(value);
+      const values = state.dynamicValues;
+      if (values !== null && values.get(value) === id) values.delete(value);
       if (state.newestId === id) state.newestId = 0;
       if (--state.dynamicCount === 0 && state.transient && this.#byName.get(state.name) === state) {
         this.#byName.delete(state.name);
@@ -448,9 +460,9 @@ export class HpackEncoder {
 
   /** A bigger scratch buffer holding the `used` octets written so far, with `room` more. */
   #grow(used: number, room: number): Buffer {
-    const buf = Buffer.allocUnsafe(Math.max(this.#buf.length * 2, used + room));
-    this.#buf.copy(buf, 0, 0, used);
-    this.#buf = buf;
+    const buf = Buffer.allocUnsafe(Math.max(scratch.length * 2, used + room));
+    scratch.copy(buf, 0, 0, used);
+    scratch = buf;
     return buf;
   }
 }

@@ -42,7 +42,8 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
   readonly #streams = new StreamTable<H2ServerStream>();
   /** Streams with response bytes held by the connection's send window or a full socket. */
   readonly #blocked = new StreamTable<H2ServerStream>();
-  readonly #resetIds = new Set<number>();
+  /** Made at the first reset (most connections never reset a stream). */
+  #resetIds: Set<number> | undefined;
   /** The highest stream id the client used (opened, refused or rejected). */
   #lastSeen = 0;
   /** Bytes of the client's preface still to be checked. */
@@ -131,7 +132,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
       }
     }
     if (sent) this.scheduleFlush();
-    if (stream.needsDrain && stream.queuedBytes < LOW_WATER_BYTES) stream.drained();
+    if (stream.needsDrain && stream.queuedBytes < (stream.drainWhenEmpty ? 1 : LOW_WATER_BYTES)) stream.drained();
     if (stream.writableFinished) this.#localEnd(stream);
   }
 
@@ -168,7 +169,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
     if (id <= this.#lastSeen) {
       // Trailers may still arrive for a stream reset before the client heard of it; any other
       // HEADERS on a used id is a stream id out of order (RFC 9113 §5.1.1).
-      if (this.#resetIds.has(id)) return;
+      if (this.#resetIds?.has(id) === true) return;
       return this.connectionError(H2Code.PROTOCOL_ERROR, `HEADERS on stream ${id}, not above ${this.#lastSeen}`);
     }
     this.#lastSeen = id;
@@ -299,7 +300,7 @@ export class H2ServerSession extends H2Connection<H2ServerStream> implements Ser
   }
 
   #keepResetId(id: number): void {
-    const ids = this.#resetIds;
+    const ids = (this.#resetIds ??= new Set<number>());
     if (ids.size >= RESET_IDS_KEPT) ids.delete(ids.values().next().value as number);
     ids.add(id);
   }

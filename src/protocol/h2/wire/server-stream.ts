@@ -76,6 +76,8 @@ export class H2ServerStream extends EventEmitter {
   trailers: string[] | undefined;
   wantTrailersAsked = false;
   needsDrain = false;
+  /** The 'drain' asked for waits for an empty queue, not just the low-water mark (see awaitSent). */
+  drainWhenEmpty = false;
   sendWindow: number;
   recvWindow: number;
   /** Credit taken by the reader and not yet returned. */
@@ -211,6 +213,17 @@ export class H2ServerStream extends EventEmitter {
     return false;
   }
 
+  /**
+   * True when every response byte queued so far has been handed to the connection; otherwise
+   * false, and one 'drain' follows once they all have. For senders that keep one message in flight.
+   */
+  awaitSent(): boolean {
+    if (this.queuedBytes === 0 || this.closed) return true;
+    this.needsDrain = true;
+    this.drainWhenEmpty = true;
+    return false;
+  }
+
   /** Ends the response after `chunk`; with waitForTrailers, 'wantTrailers' follows once the body is sent. */
   end(chunk?: Buffer): void {
     if (this.closed || this.endQueued) return;
@@ -245,6 +258,7 @@ export class H2ServerStream extends EventEmitter {
   /** The send queue went below the low-water mark after write() returned false. */
   drained(): void {
     this.needsDrain = false;
+    this.drainWhenEmpty = false;
     process.nextTick(emitDrain, this);
   }
 

@@ -19,7 +19,8 @@ export class StreamTable<T extends { readonly id: number }> {
   #mask: number;
   #size = 0;
 
-  constructor(capacity = 16) {
+  /** Small by default (a table per session; a server of many idle clients holds thousands); it doubles as needed. */
+  constructor(capacity = 4) {
     const n = 1 << Math.max(2, Math.ceil(Math.log2(capacity)));
     this.#keys = new Int32Array(n);
     this.#values = new Array<T | undefined>(n).fill(undefined);
