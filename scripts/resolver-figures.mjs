@@ -152,9 +152,14 @@ async function openThriftWatch(port, onData, shared) {
     // Rdispatch: status, contexts (none from prx), then the thrift reply.
     const reply = body.subarray(3);
     onData(reply.toString('latin1'));
-    const r = codec.decodeNamerReply('bind', reply);
-    if (!('ok' in r.result)) throw new Error(`bind failed: ${JSON.stringify(r.result)}`);
-    poll(r.result.ok.stamp);
+    // The next poll after this turn's arrivals are all timestamped: each watcher stands for a
+    // proxy with a CPU of its own, so one watcher's decoding and polling must not delay when the
+    // next one is seen to receive (inline, that client work was most of the delivery time).
+    setImmediate(() => {
+      const r = codec.decodeNamerReply('bind', reply);
+      if (!('ok' in r.result)) throw new Error(`bind failed: ${JSON.stringify(r.result)}`);
+      poll(r.result.ok.stamp);
+    });
   });
   poll(Buffer.alloc(0));
   return { session: conn, destroy: () => conn.socket.destroy() };
@@ -241,11 +246,12 @@ async function measure(n) {
       namers: [{ kind: 'io.prx.fs', rootDir: disco }],
     }),
   );
-  // As bin/prx-resolver runs itself from a shell: one malloc arena.
-  const child = spawn(process.execPath, [...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2'] : []), join(root, 'bin/prx-resolver'), config], {
+  // bin/prx-resolver as an operator runs it: its shell line sets node's flags and one malloc arena.
+  const nodeOptions = [process.env.NODE_OPTIONS, snapshotDir ? '--heapsnapshot-signal=SIGUSR2' : undefined].filter(Boolean).join(' ');
+  const child = spawn(join(root, 'bin/prx-resolver'), [config], {
     stdio: ['ignore', 'ignore', 'inherit'],
     cwd: dir,
-    env: { ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' },
+    env: { ...process.env, ...(nodeOptions === '' ? {} : { NODE_OPTIONS: nodeOptions }) },
   });
   try {
     for (let i = 0; ; i++) {

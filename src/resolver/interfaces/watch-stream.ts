@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { errorMessage } from '../../core/errors.js';
 import type { Closable, Var } from '../../naming/index.js';
 import { RequestTimedOutError } from '../errors.js';
@@ -23,6 +24,7 @@ export class RenderedLine {
   readonly kind = 'line';
   readonly text: string;
   #bytes: Buffer | undefined;
+  #chunk: Buffer | undefined;
 
   constructor(text: string) {
     this.text = text;
@@ -31,6 +33,20 @@ export class RenderedLine {
   get bytes(): Buffer {
     this.#bytes ??= Buffer.from(this.text, 'utf8');
     return this.#bytes;
+  }
+
+  /** The line as one HTTP/1.1 chunk (size line, bytes, CRLF), framed once for every watcher. */
+  get chunk(): Buffer {
+    if (this.#chunk === undefined) {
+      const bytes = this.bytes;
+      const size = `${bytes.length.toString(16)}\r\n`;
+      const chunk = Buffer.allocUnsafe(size.length + bytes.length + 2);
+      chunk.write(size, 0, 'latin1');
+      bytes.copy(chunk, size.length);
+      chunk.write('\r\n', size.length + bytes.length, 'latin1');
+      this.#chunk = chunk;
+    }
+    return this.#chunk;
   }
 }
 
@@ -61,6 +77,7 @@ export interface WatchStreamHost<V extends WatchedView> {
 }
 
 const HEARTBEAT = Buffer.from('\n');
+const HEARTBEAT_CHUNK = Buffer.from('1\r\n\n\r\n', 'latin1');
 
 /**
  * A `watch=true` response: HTTP/1.1 chunked, each new line of the view written as its own chunk.
@@ -80,6 +97,13 @@ const HEARTBEAT = Buffer.from('\n');
 export class WatchStream<V extends WatchedView = WatchedView> implements Heartbeating {
   readonly view: V;
   readonly #res: ServerResponse;
+  /**
+   * The response's socket when the stream writes its chunks there itself: framed once per line
+   * for every watcher and sent in one write each, where `res.write` frames each chunk again and
+   * sends it as a corked writev of four buffers. Only for a chunked response whose head has gone
+   * out on its own socket; otherwise undefined and `res.write` is used.
+   */
+  readonly #direct: Socket | undefined;
   readonly #host: WatchStreamHost<V>;
   readonly #heartbeatMs: number;
   #sub: Closable | undefined;
@@ -102,8 +126,13 @@ export class WatchStream<V extends WatchedView = WatchedView> implements Heartbe
     });
     // The status goes out at once, so a client knows the watch is established before any update.
     res.flushHeaders();
+    // Chunked, a body (not HEAD), and nothing of this response held back (a pipelined response
+    // waits for its socket: writableLength counts the socket's own pending bytes as well).
+    const socket = res.socket;
+    const direct = res.chunkedEncoding && res.req.method !== 'HEAD' && socket !== null && res.writableLength === socket.writableLength;
+    this.#direct = direct ? socket : undefined;
     res.on('close', () => this.#finish());
-    res.on('drain', () => this.#onDrain());
+    (this.#direct ?? res).on('drain', this.#drained);
     if (heartbeatMs !== 0) host.heartbeats.add(heartbeatMs, this);
     const sub = view.source.observe((r) => this.#onValue(r));
     // The first value may have ended the stream inside observe(), before `sub` existed.
@@ -125,7 +154,8 @@ export class WatchStream<V extends WatchedView = WatchedView> implements Heartbe
   /** Writes a heartbeat, unless output is already waiting to drain (it will reach the client first). */
   heartbeat(): void {
     if (this.#done || this.#draining) return;
-    if (!this.#res.write(HEARTBEAT)) this.#backedUp();
+    const direct = this.#direct;
+    if (!(direct === undefined ? this.#res.write(HEARTBEAT) : direct.write(HEARTBEAT_CHUNK))) this.#backedUp();
   }
 
   #onValue(r: Rendered): void {
@@ -151,7 +181,8 @@ export class WatchStream<V extends WatchedView = WatchedView> implements Heartbe
     }
     if (line.text === this.#lastWritten) return;
     this.#lastWritten = line.text;
-    if (!this.#res.write(line.bytes)) this.#backedUp();
+    const direct = this.#direct;
+    if (!(direct === undefined ? this.#res.write(line.bytes) : direct.write(line.chunk))) this.#backedUp();
   }
 
   #backedUp(): void {
@@ -162,6 +193,8 @@ export class WatchStream<V extends WatchedView = WatchedView> implements Heartbe
       this.#writeTimer.unref();
     }
   }
+
+  readonly #drained = (): void => this.#onDrain();
 
   #onDrain(): void {
     this.#draining = false;
@@ -175,6 +208,8 @@ export class WatchStream<V extends WatchedView = WatchedView> implements Heartbe
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
+    // The socket outlives the response on a kept-alive connection.
+    this.#direct?.off('drain', this.#drained);
     if (this.#writeTimer) clearTimeout(this.#writeTimer);
     if (this.#heartbeatMs !== 0) this.#host.heartbeats.remove(this.#heartbeatMs, this);
     this.#sub?.close();
