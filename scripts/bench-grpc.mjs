@@ -21,6 +21,7 @@
 // ignored; their modes that are not benchmarks (--report, --analyze, --render-config, --profile)
 // skip this suite.
 import { readFileSync } from 'node:fs';
+import { connect as netConnect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CallWindow, canPin, Children, f2, f3, firstLine, freePort, int, median, relayRole, usage } from '../bench/lib/procs.mjs';
@@ -32,15 +33,27 @@ const PAYLOAD_BYTES = 64;
 const METHOD = '/test.Echo/Say';
 /** Issue #17: what prx may add to a unary call at 16 concurrent calls. */
 export const GRPC_TARGETS = Object.freeze({ addedP50Ms: 0.3, addedP99Ms: 1 });
-const MARK_BEGIN = '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->';
-const MARK_END = '<!-- bench-grpc: end -->';
+/** Each implementation's section of latest.md, between its markers. */
+const markers = (impl) =>
+  impl === 'grpc-js'
+    ? { begin: '<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->', end: '<!-- bench-grpc: end -->' }
+    : { begin: `<!-- bench-grpc ${impl}: begin (scripts/bench-grpc.mjs --impl ${impl} replaces this section) -->`, end: `<!-- bench-grpc ${impl}: end -->` };
 const { usageError, wholeNumber } = usage('bench-grpc');
 /** Calls/s offered in the paced runs: a fifth to a third of what the direct target serves on this 2-core VM. */
 const DEFAULT_RATE = 1000;
+/**
+ * The client and server: grpc-js (the default), or `prx-h2`, a unary client on prx's own HTTP/2
+ * client session and prx's own gRPC server (dist/). grpc-js allocates ~35 KB a call and pauses for
+ * mark-compacts every few seconds, which sets every target's p99; prx-h2's ends allocate little,
+ * so what prx adds at the tail shows. The server is the same kind for every target.
+ */
+const IMPLS = ['grpc-js', 'prx-h2'];
 
 function options(argv) {
-  const { parsed, common } = suiteOptions(argv, {}, { usageError, wholeNumber });
-  return { ...common, concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16, rate: wholeNumber('rate', parsed.rate, 0) ?? DEFAULT_RATE };
+  const { parsed, common } = suiteOptions(argv, { impl: { type: 'string' } }, { usageError, wholeNumber });
+  const impl = parsed.impl ?? 'grpc-js';
+  if (!IMPLS.includes(impl)) usageError(`--impl must be ${IMPLS.join(' or ')}, got ${JSON.stringify(impl)}`);
+  return { ...common, impl, concurrency: wholeNumber('concurrency', parsed.concurrency, 1) ?? 16, rate: wholeNumber('rate', parsed.rate, 0) ?? DEFAULT_RATE };
 }
 
 // ---------------------------------------------------------------- the two grpc-js roles
@@ -49,6 +62,64 @@ const same = (b) => b;
 const grpcLoaded = () => import('@grpc/grpc-js');
 
 /** The server: Say echoes its 64-byte request. Prints {"port": N}; exits when stdin closes. */
+/** The prx-h2 server: prx's own gRPC server (dist/), Say echoing its request. */
+async function prxServerRole() {
+  const { GrpcServer, grpcMessage } = await import(join(REPO, 'dist', 'protocol', 'h2', 'grpc-server.js'));
+  const server = new GrpcServer({ maxRequestBytes: 1 << 20, keepaliveTimeMs: 0, keepaliveTimeoutMs: 0 });
+  server.handle(METHOD, (call, request) => {
+    call.send(grpcMessage(request));
+    call.end(0);
+  });
+  const { port } = await server.listen('127.0.0.1', 0);
+  process.stdout.write(`${JSON.stringify({ port })}\n`);
+  process.stdin.resume();
+  const stop = () => process.exit(0);
+  process.stdin.once('end', stop);
+  process.stdin.once('close', stop);
+}
+
+/**
+ * A prx-h2 unary call maker on one HTTP/2 connection (prx's own client session, dist/): the
+ * function makes one call and reports its error (undefined when the reply is the 64 bytes with
+ * grpc-status 0).
+ */
+async function prxCaller(port) {
+  const { H2ClientSession } = await import(join(REPO, 'dist', 'protocol', 'h2', 'wire', 'client-session.js'));
+  const socket = netConnect(port, '127.0.0.1');
+  socket.setNoDelay(true);
+  await new Promise((ok, fail) => socket.once('connect', ok).once('error', fail));
+  const settings = { initialWindowBytes: 65_535, connectionWindowBytes: 1 << 20, maxFrameBytes: 16_384, headerTableBytes: 4096, maxHeaderListBytes: 65_536, windowUpdateRatio: 0.5 };
+  const session = new H2ClientSession(socket, settings, { gone() {}, closed() {} });
+  const head = [':method', 'POST', ':scheme', 'http', ':path', METHOD, ':authority', `127.0.0.1:${port}`, 'content-type', 'application/grpc', 'te', 'trailers'];
+  const request = Buffer.alloc(5 + PAYLOAD_BYTES, 0x61);
+  request[0] = 0;
+  request.writeUInt32BE(PAYLOAD_BYTES, 1);
+  const call = (done) => {
+    let bytes = 0;
+    let status;
+    const stream = session.request(head, false, {
+      onHead(_status, headers, endStream) {
+        if (endStream) status = headers['grpc-status'];
+      },
+      onData(chunk) {
+        bytes += chunk.length;
+        stream.consumed(chunk.length);
+      },
+      onTrailers(trailers) {
+        status = trailers['grpc-status'];
+      },
+      onEnd() {},
+      onClose(error) {
+        done(error !== undefined ? String(error) : status !== '0' ? `grpc-status ${status}` : bytes !== request.length ? `a reply of ${bytes} bytes` : undefined);
+      },
+      onDrain() {},
+    });
+    stream.write(request);
+    stream.end();
+  };
+  return { call, close: () => session.destroy() };
+}
+
 async function serverRole() {
   const grpc = await grpcLoaded();
   const server = new grpc.Server();
@@ -61,14 +132,25 @@ async function serverRole() {
   process.stdin.once('close', () => server.forceShutdown());
 }
 
+/** A grpc-js unary call maker on one channel (see prxCaller). */
+async function grpcJsCaller(port) {
+  const grpc = await grpcLoaded();
+  const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
+  const call = (done) =>
+    client.makeUnaryRequest(METHOD, same, same, payload, (e, reply) => {
+      if (e) done(`${e.code} ${e.details}`);
+      else done(reply.length === PAYLOAD_BYTES ? undefined : `a reply of ${reply.length} bytes`);
+    });
+  return { call, close: () => client.close() };
+}
+
 /**
  * The client: `concurrency` closed loops of unary calls on one channel to 127.0.0.1:port, `warmup`
  * s unrecorded, then `duration` s recorded. Prints one JSON line.
  */
 async function clientRole(o) {
-  const grpc = await grpcLoaded();
-  const client = new grpc.Client(`127.0.0.1:${o.port}`, grpc.credentials.createInsecure());
-  const payload = Buffer.alloc(PAYLOAD_BYTES, 0x61);
+  const { call, close } = o.impl === 'prx-h2' ? await prxCaller(o.port) : await grpcJsCaller(o.port);
   const window = new CallWindow(o.warmup, o.duration);
   // Paced: caller i starts a call every `interval` ms from its own offset, at once when late.
   const interval = o.rate > 0 ? (o.concurrency * 1000) / o.rate : 0;
@@ -81,17 +163,12 @@ async function clientRole(o) {
         next += interval;
       }
       const start = performance.now();
-      const error = await new Promise((done) =>
-        client.makeUnaryRequest(METHOD, same, same, payload, (e, reply) => {
-          if (e) done(`${e.code} ${e.details}`);
-          else done(reply.length === PAYLOAD_BYTES ? undefined : `a reply of ${reply.length} bytes`);
-        }),
-      );
+      const error = await new Promise(call);
       window.record(start, performance.now(), error);
     }
   };
   await Promise.all(Array.from({ length: o.concurrency }, (_, i) => loop(i)));
-  client.close();
+  close();
   const out = window.result();
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
@@ -121,13 +198,14 @@ const children = new Children();
 
 /** One client run against `port`; its JSON result. */
 async function measure(o, port, seconds, warmup, rate = 0) {
-  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency), '--rate', String(rate)], ['ignore', 'pipe', 'inherit']);
+  const child = children.start(0, process.execPath, [SELF, '--role', 'client', '--port', String(port), '--duration', String(seconds), '--warmup', String(warmup), '--concurrency', String(o.concurrency), '--rate', String(rate), '--impl', o.impl], ['ignore', 'pipe', 'inherit']);
   return JSON.parse(await firstLine(child, (seconds + warmup + 30) * 1000, 'the grpc-js client'));
 }
 
 /** The Markdown section from the rounds' results. Exported for the tests. */
 export function renderGrpcSection(run) {
-  const { rounds, rate, date, concurrency, duration, warmup, pinning, node, grpcJs } = run;
+  const { rounds, rate, date, concurrency, duration, warmup, pinning, node, grpcJs, impl = 'grpc-js' } = run;
+  const { begin, end } = markers(impl);
   const paced = rate > 0;
   const of = (mode) => rounds.map((r) => (mode === 'paced' ? r.paced : r));
   const med = (mode, target, k) => median(of(mode).map((r) => r[target]?.[k]));
@@ -148,10 +226,12 @@ export function renderGrpcSection(run) {
   const met = (v, max) => (v === null ? '?' : v <= max ? 'yes' : 'no');
   const perRound = (r, t) => `${int(r[t]?.rps)} rps, ${f2(r[t]?.p50)} / ${f2(r[t]?.p99)}`;
   const lines = [
-    MARK_BEGIN,
-    `## gRPC unary — ${date}`,
+    begin,
+    `## gRPC unary${impl === 'grpc-js' ? '' : ` (${impl} client and server)`} — ${date}`,
     '',
-    `- grpc-js ${grpcJs} client and server (Buffer serializers, ${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one channel, node ${node}`,
+    impl === 'grpc-js'
+      ? `- grpc-js ${grpcJs} client and server (Buffer serializers, ${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one channel, node ${node}`
+      : `- ${impl}: a unary client on prx's own HTTP/2 client session and prx's own gRPC server (${PAYLOAD_BYTES}-byte request and response), ${concurrency} concurrent unary calls on one connection, node ${node}`,
     `- ${rounds.length} interleaved round(s) of ${duration} s per target and mode after ${warmup} s warm-up (each client a fresh process), order alternating; medians over rounds`,
     `- Pinning: ${pinning ? 'client and server on cpu0, prx (and the relay) on cpu1' : 'none'}; prx: \`bin/prx\`, an h2 router (path identifier, dtab, io.prx.h2.grpc.default, retries, failure accrual)`,
     '- relay: a bare TCP byte relay (node `net`, no parsing) in prx\'s place: what one more hop costs on this machine, whatever the proxy',
@@ -180,7 +260,7 @@ export function renderGrpcSection(run) {
       `| ${i + 1} | saturated | ${perRound(r, 'direct')} | ${perRound(r, 'relay')} | ${perRound(r, 'prx')} |`,
       ...(paced ? [`| ${i + 1} | paced | ${perRound(r.paced, 'direct')} | ${perRound(r.paced, 'relay')} | ${perRound(r.paced, 'prx')} |`] : []),
     ]),
-    MARK_END,
+    end,
   );
   return `${lines.join('\n')}\n`;
 }
@@ -188,7 +268,7 @@ export function renderGrpcSection(run) {
 async function benchRun(o) {
   requireDist(usageError);
   return supervised(children, 'bench-grpc', async (scratch) => {
-    const server = children.start(0, process.execPath, [SELF, '--role', 'server'], ['pipe', 'pipe', 'inherit']);
+    const server = children.start(0, process.execPath, [SELF, '--role', 'server', '--impl', o.impl], ['pipe', 'pipe', 'inherit']);
     const upstream = JSON.parse(await firstLine(server, 15000, 'the grpc-js server')).port;
     const proxy = await freePort();
     const admin = await freePort();
@@ -222,9 +302,9 @@ async function benchRun(o) {
     const grpcJs = JSON.parse(readFileSync(join(REPO, 'node_modules', '@grpc', 'grpc-js', 'package.json'), 'utf8')).version;
     const section = renderGrpcSection({
       rounds, rate: o.rate, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
-      warmup: o.warmup, pinning: canPin, node: process.version, grpcJs,
+      warmup: o.warmup, pinning: canPin, node: process.version, grpcJs, impl: o.impl,
     });
-    writeSection(o.md, section, MARK_BEGIN, MARK_END);
+    writeSection(o.md, section, markers(o.impl).begin, markers(o.impl).end);
     process.stdout.write(`\n${section}\nwritten: ${o.md}\n`);
     return rounds.some((r) => r.prx.calls === 0 || (o.rate > 0 && r.paced.prx.calls === 0)) ? 1 : 0;
   });
@@ -232,7 +312,7 @@ async function benchRun(o) {
 
 async function main() {
   const o = options(process.argv.slice(2));
-  if (o.role === 'server') return serverRole().then(() => undefined);
+  if (o.role === 'server') return (o.impl === 'prx-h2' ? prxServerRole() : serverRole()).then(() => undefined);
   if (o.role === 'relay') {
     if (o.port === undefined) usageError('--role relay needs --port (the server behind it)');
     return relayRole(o.port).then(() => undefined);

@@ -3,7 +3,7 @@
 // minutes and are not tests; these check that the scripts measure, report and judge.
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -61,9 +61,49 @@ describe('bench-grpc roles', () => {
   });
 });
 
+describe('bench-grpc prx-h2 roles (prx\'s own HTTP/2 client and gRPC server)', () => {
+  it('the prx-h2 client makes unary calls to the prx-h2 server and to a grpc-js server', async () => {
+    for (const impl of ['prx-h2', 'grpc-js']) {
+      const server = spawn(process.execPath, [BENCH, '--role', 'server', '--impl', impl], { stdio: ['pipe', 'pipe', 'inherit'] });
+      try {
+        const line = await new Promise<string>((resolve, reject) => {
+          createInterface({ input: server.stdout }).once('line', resolve);
+          server.once('exit', (code) => reject(new Error(`server exited (${code})`)));
+        });
+        const { port } = JSON.parse(line) as { port: number };
+        const r = await run([BENCH, '--role', 'client', '--impl', 'prx-h2', '--port', String(port), '--duration', '1', '--warmup', '0', '--concurrency', '4', '--rate', '400']);
+        assert.equal(r.code, 0, r.stderr);
+        const out = JSON.parse(r.stdout) as { calls: number; errors: number; firstError: string | null; p50: number; p99: number };
+        assert.ok(out.calls > 100, `${impl}: ${r.stdout}`);
+        assert.equal(out.errors, 0, `${impl}: ${out.firstError}`);
+        assert.ok(out.p50 > 0 && out.p50 <= out.p99, r.stdout);
+      } finally {
+        server.stdin.end();
+        await new Promise((r) => (server.exitCode === null ? server.once('exit', r) : r(null)));
+      }
+    }
+  });
+
+  it('a grpc-js client calls the prx-h2 server', async () => {
+    const server = spawn(process.execPath, [BENCH, '--role', 'server', '--impl', 'prx-h2'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      const line = await new Promise<string>((resolve) => createInterface({ input: server.stdout }).once('line', resolve));
+      const { port } = JSON.parse(line) as { port: number };
+      const r = await run([BENCH, '--role', 'client', '--port', String(port), '--duration', '1', '--warmup', '0', '--concurrency', '2', '--rate', '200']);
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { calls: number; errors: number; firstError: string | null };
+      assert.ok(out.calls > 50, r.stdout);
+      assert.equal(out.errors, 0, String(out.firstError));
+    } finally {
+      server.stdin.end();
+      await new Promise((r) => (server.exitCode === null ? server.once('exit', r) : r(null)));
+    }
+  });
+});
+
 describe('bench-grpc options', () => {
   it('rejects unknown options and malformed numbers with exit 2; skips in the other suites’ modes', async () => {
-    await assertOptionErrors(BENCH, 'bench-grpc', [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--rate', '-1'], ['--role', 'both'], ['--role', 'relay']]);
+    await assertOptionErrors(BENCH, 'bench-grpc', [['--bogus'], ['--rounds', '0'], ['--duration', 'x'], ['--concurrency', '0'], ['--rate', '-1'], ['--impl', 'grpcio'], ['--role', 'both'], ['--role', 'relay']]);
   });
 });
 
@@ -89,6 +129,24 @@ describe('bench-grpc through prx (1 round × 1 s)', () => {
     assert.match(text, /relay − direct \(one more hop, whatever the proxy\): p50 -?[\d.]+ ms, p99 -?[\d.]+ ms; prx − relay: p50 -?[\d.]+ ms/);
     assert.match(text, /\| \*\*prx\*\* \| [\d,]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 0 \| [\d,]+ \| [\d.]+ \|/);
     assert.match(text, /\| added latency at p50 ≤ 0\.3 ms \| -?[\d.]+ ms \| (yes|no) \|/);
+    assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
+  });
+});
+
+describe('bench-grpc --impl prx-h2 through prx (1 round × 1 s)', () => {
+  const dir = scratchDir('prx-bench-grpc-h2-test-');
+
+  it('measures direct, the relay and prx with prx\'s own client and server, in a section of its own', async () => {
+    const md = join(dir(), 'latest.md');
+    writeFileSync(md, '# prx proxy benchmark — earlier\n\n<!-- bench-grpc: begin (scripts/bench-grpc.mjs replaces this section) -->\n## gRPC unary — grpc-js rows\n<!-- bench-grpc: end -->\n');
+    const r = await run([BENCH, '--impl', 'prx-h2', '--rounds', '1', '--duration', '1', '--warmup', '0', '--concurrency', '4', '--rate', '200', '--md', md]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const text = readFileSync(md, 'utf8');
+    assert.match(text, /## gRPC unary — grpc-js rows/, 'the grpc-js section is left as it was');
+    assert.equal(text.split('## gRPC unary (prx-h2 client and server)').length, 2, 'one prx-h2 section');
+    assert.match(r.stdout, /r1 prx: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
+    assert.match(r.stdout, /r1 prx paced at 200\/s: [\d,]+ rps, p50 [\d.]+ ms, p99 [\d.]+ ms, errors 0/);
+    assert.match(text, /a unary client on prx's own HTTP\/2 client session and prx's own gRPC server/);
     assert.match(text, /\| added latency at p99 ≤ 1 ms \| -?[\d.]+ ms \| (yes|no) \|/);
   });
 });
