@@ -2,13 +2,11 @@ import { statSync } from 'node:fs';
 import { z } from 'zod';
 import { addIssue, filePath, interpreterShape } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
-import {
-  type Activity, type BoundName, ConfiguredNamersInterpreter, type DelegationSource, type Dtab, type MountedNamer, type Name,
-  type NameInterpreter, type NameTree, type Namer, type Path,
-} from '../naming/index.js';
+import type { Activity, Dtab, MountedNamer, NameInterpreter, Namer } from '../naming/index.js';
 import type { Logger } from '../core/log.js';
-import type { InterpreterContext, StatefulInterpreter } from './context.js';
+import type { InterpreterContext } from './context.js';
 import { type DtabFileStatus, WatchedDtabFile } from './dtab-file.js';
+import { LiveDtabInterpreter } from './live-dtab.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
@@ -38,27 +36,16 @@ export const fsInterpreterSchema = z.strictObject({
 });
 export type FsInterpreterConfig = z.output<typeof fsInterpreterSchema>;
 
-export class FsDtabInterpreter implements StatefulInterpreter, DelegationSource {
+export class FsDtabInterpreter extends LiveDtabInterpreter<DtabFileStatus> {
   readonly dtabFile: WatchedDtabFile;
-  readonly #namers: ConfiguredNamersInterpreter;
 
   constructor(dtabFile: string, namers: readonly MountedNamer[], system: Namer, log?: Logger) {
+    super(namers, system);
     this.dtabFile = new WatchedDtabFile(dtabFile, log);
-    this.#namers = new ConfiguredNamersInterpreter(namers, { system });
   }
 
-  /** The file's dtab, live. */
   get dtab(): Activity<Dtab> {
     return this.dtabFile.dtab;
-  }
-
-  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
-    return this.dtabFile.dtab.flatMap((fileDtab) => this.#namers.bind(fileDtab.concat(dtab), path));
-  }
-
-  /** For delegation explanations: the namers, after the (file + request) dtab. */
-  namerLookup(path: Path): Activity<NameTree<Name>> {
-    return this.#namers.namerLookup(path);
   }
 
   state(): DtabFileStatus {

@@ -4,12 +4,12 @@ import { registerKind } from '../config/registry.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import {
-  Activity, type BoundName, type Closable, ConfiguredNamersInterpreter, type DelegationSource, Dtab, type MountedNamer, type Name,
-  type NameInterpreter, type NameTree, type Namer, type Path, Pending, type State, Var, ok, readDtab,
+  Activity, type Closable, Dtab, type MountedNamer, type NameInterpreter, type Namer, Pending, type State, Var, ok, readDtab,
 } from '../naming/index.js';
 import { CONFIGMAPS, type ConfigMapObject, DEFAULT_ORCH_API_PORT, Informer, OrchApiClient, type OrchApiEnvironment, OrchInClusterError } from '../protocol/orch/index.js';
 import type { Backoff } from '../service/policy/index.js';
-import type { ClosableInterpreter, InterpreterContext, StatefulInterpreter } from './context.js';
+import type { ClosableInterpreter, InterpreterContext } from './context.js';
+import { LiveDtabInterpreter } from './live-dtab.js';
 import { ConfigMapDtabError } from './errors.js';
 import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
@@ -206,27 +206,16 @@ function findNamed(objects: Iterable<ConfigMapObject>, name: string): ConfigMapO
   return undefined;
 }
 
-export class OrchConfigMapInterpreter implements StatefulInterpreter, ClosableInterpreter, DelegationSource {
+export class OrchConfigMapInterpreter extends LiveDtabInterpreter<ConfigMapDtabStatus> implements ClosableInterpreter {
   readonly configMap: ConfigMapDtab;
-  readonly #namers: ConfiguredNamersInterpreter;
 
   constructor(cfg: OrchConfigMapInterpreterConfig, namers: readonly MountedNamer[], system: Namer, opts: ConfigMapDtabOptions = {}) {
+    super(namers, system);
     this.configMap = new ConfigMapDtab(cfg, opts);
-    this.#namers = new ConfiguredNamersInterpreter(namers, { system });
   }
 
-  /** The ConfigMap's dtab, live. */
   get dtab(): Activity<Dtab> {
     return this.configMap.dtab;
-  }
-
-  bind(dtab: Dtab, path: Path): Activity<NameTree<BoundName>> {
-    return this.configMap.dtab.flatMap((mapDtab) => this.#namers.bind(mapDtab.concat(dtab), path));
-  }
-
-  /** For delegation explanations: the namers, after the (ConfigMap + request) dtab. */
-  namerLookup(path: Path): Activity<NameTree<Name>> {
-    return this.#namers.namerLookup(path);
   }
 
   state(): ConfigMapDtabStatus {
