@@ -13,6 +13,7 @@ import { type GrpcCallObserver, GrpcServer, type GrpcServerCall, type GrpcServer
 import { eventually } from '../resolver/helpers.js';
 import { makeCerts } from '../router/harness.js';
 import { FrameType, frame, headerBlock } from '../router/h2/frames.js';
+import { collect } from '../router/h2/harness.js';
 
 const SAY = '/t.Echo/Say';
 const WATCH = '/t.Echo/Watch';
@@ -98,21 +99,14 @@ interface RawAnswer {
 }
 
 /** One request on a node:http2 session; `end: false` leaves the request open after `body`. */
-function raw(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer | undefined, end = true): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':method': 'POST', ':path': SAY, 'content-type': 'application/grpc', te: 'trailers', ...headers }, { endStream: false });
-    let head: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders | undefined;
-    const chunks: Buffer[] = [];
-    req.on('response', (h) => (head = h));
-    req.on('trailers', (t: http2.IncomingHttpHeaders) => (trailers = t));
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('error', () => {});
-    req.on('close', () => resolve({ status: Number(head[':status']), headers: head, end: trailers ?? head, data: Buffer.concat(chunks), rstCode: req.rstCode ?? 0 }));
-    req.on('frameError', reject);
-    if (body !== undefined) req.write(body);
-    if (end) req.end();
-  });
+async function raw(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer | undefined, end = true): Promise<RawAnswer> {
+  const req = session.request({ ':method': 'POST', ':path': SAY, 'content-type': 'application/grpc', te: 'trailers', ...headers }, { endStream: false });
+  const done = collect(req);
+  if (body !== undefined) req.write(body);
+  if (end) req.end();
+  const x = await done;
+  const head = x.headers ?? {};
+  return { status: Number(head[':status']), headers: head, end: x.trailers ?? head, data: x.body, rstCode: x.rstCode };
 }
 
 function prefixed(flag: number, length: number, body: Buffer = Buffer.alloc(0)): Buffer {
