@@ -9,7 +9,7 @@ import { MuxServerSession, type MuxInbound, type MuxServerOwner } from '../../pr
 import { SessionCalls, type TaggedCall } from '../../protocol/mux/session-calls.js';
 import { muxFailureContexts, MuxFailureFlag } from '../../protocol/mux/contexts.js';
 import { thriftDowngradeRoute } from '../../protocol/thriftmux/first-bytes.js';
-import { frameHeader, MessageReader } from '../../protocol/thrift/framing.js';
+import { MessageReader, writeMessage } from '../../protocol/thrift/framing.js';
 import { MessageType, readMessageHeader } from '../../protocol/thrift/message.js';
 import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
@@ -262,8 +262,7 @@ class DowngradedConnection {
   }
 
   #write(reply: Buffer, prefixed: boolean): void {
-    const body = prefixed ? Buffer.concat([emptyResponseHeader(), reply]) : reply;
-    this.#socket.write(Buffer.concat([frameHeader(body.length), body]));
+    writeMessage(this.#socket, true, prefixed ? emptyResponseHeader() : undefined, reply);
   }
 }
 
