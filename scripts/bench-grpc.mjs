@@ -304,7 +304,8 @@ async function benchRun(o) {
       rounds, rate: o.rate, date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), concurrency: o.concurrency, duration: o.duration,
       warmup: o.warmup, pinning: canPin, node: process.version, grpcJs, impl: o.impl,
     });
-    writeSection(o.md, section, markers(o.impl).begin, markers(o.impl).end);
+    const { begin, end } = markers(o.impl);
+    writeSection(o.md, section, begin, end);
     process.stdout.write(`\n${section}\nwritten: ${o.md}\n`);
     return rounds.some((r) => r.prx.calls === 0 || (o.rate > 0 && r.paced.prx.calls === 0)) ? 1 : 0;
   });
