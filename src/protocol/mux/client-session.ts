@@ -5,6 +5,7 @@
  * liveness, a server's Tdrain acknowledged with Rdrain (the session takes no new requests and
  * closes once idle), and Tlease honoured (an expired lease makes the session refuse new requests).
  */
+import { IntMap } from '../../core/int-map.js';
 import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
 import { MuxBadMessageError, MuxHandshakeError, MuxServerError, MuxSessionClosedError, MuxSessionLostError } from './errors.js';
@@ -68,7 +69,7 @@ export class MuxClientSession extends MuxConnection {
   readonly #owner: MuxClientSessionOwner;
   readonly #copts: MuxClientOptions;
   /** Tag → its handler; null once discarded (the tag stays taken until the server answers). */
-  readonly #tags = new Map<number, MuxReplyHandler | null>();
+  readonly #tags = new IntMap<MuxReplyHandler | null>();
   readonly #tagPool = new TagPool();
   /** Dispatches waiting for the handshake. */
   #queued: { readonly handler: MuxReplyHandler; readonly req: MuxDispatch }[] = [];
@@ -377,7 +378,7 @@ export class MuxClientSession extends MuxConnection {
     clearTimeout(this.#idleTimer);
     this.#failQueued(new MuxSessionClosedError());
     const lost = new MuxSessionLostError(err === undefined ? 'mux connection closed with requests in flight' : `mux connection lost: ${err.message}`, err === undefined ? undefined : { cause: err });
-    const tags = [...this.#tags.values()];
+    const tags = this.#tags.values();
     this.#tags.clear();
     this.#live = 0;
     for (const h of tags) h?.failed(lost, true);

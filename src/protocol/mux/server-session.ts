@@ -7,6 +7,7 @@
  * draining are nacked (safe to retry elsewhere). What the payload means is the owner's: a mux
  * router forwards it, a thriftmux one reads thrift in it.
  */
+import { IntMap } from '../../core/int-map.js';
 import type { Socket } from 'node:net';
 import { MuxConnection, type MuxConnectionOptions } from './connection.js';
 import { MuxBadMessageError } from './errors.js';
@@ -51,7 +52,7 @@ type State = 'open' | 'draining' | 'closed';
 export class MuxServerSession extends MuxConnection {
   readonly #owner: MuxServerOwner;
   /** Tags in flight and what kind of reply each wants. */
-  readonly #tags = new Map<number, 'dispatch' | 'req'>();
+  readonly #tags = new IntMap<'dispatch' | 'req'>();
   #state: State = 'open';
   #rdrained = false;
 
@@ -141,7 +142,7 @@ export class MuxServerSession extends MuxConnection {
     const why = `duplicate mux tag ${tag}: the session is closed`;
     this.opts.log?.warn({ err: why, remote: `${this.socket.remoteAddress ?? '?'}:${this.socket.remotePort ?? '?'}` }, 'mux protocol error; closing the connection');
     this.#state = 'closed';
-    const tags = [...this.#tags.keys()];
+    const tags = this.#tags.keys();
     this.#tags.clear();
     const reason = Buffer.from(why, 'utf8');
     for (const t of tags) {

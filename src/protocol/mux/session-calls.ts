@@ -1,3 +1,4 @@
+import { IntMap } from '../../core/int-map.js';
 import type { MuxServerSession } from './server-session.js';
 
 /** A call a mux server is serving: its session and tag, and how it is abandoned. */
@@ -13,19 +14,19 @@ export interface TaggedCall {
  * session abandons, and the sessions a drain and a close reach (mux and thriftmux servers alike).
  */
 export class SessionCalls<C extends TaggedCall> {
-  readonly #bySession = new Map<MuxServerSession, Map<number, C>>();
+  readonly #bySession = new Map<MuxServerSession, IntMap<C>>();
 
   /**
    * A session was made. Requests in its first bytes may have been taken while it was built (their
    * map exists then and stays); a session already over is not kept.
    */
   adopt(session: MuxServerSession): void {
-    if (!session.ended && !this.#bySession.has(session)) this.#bySession.set(session, new Map<number, C>());
+    if (!session.ended && !this.#bySession.has(session)) this.#bySession.set(session, new IntMap<C>());
   }
 
   add(call: C): void {
     let calls = this.#bySession.get(call.session);
-    if (calls === undefined) this.#bySession.set(call.session, (calls = new Map<number, C>()));
+    if (calls === undefined) this.#bySession.set(call.session, (calls = new IntMap<C>()));
     calls.set(call.tag, call);
   }
 
@@ -47,9 +48,9 @@ export class SessionCalls<C extends TaggedCall> {
     if (calls?.get(call.tag) === call) calls.delete(call.tag);
   }
 
-  /** The calls in flight on `session`. */
-  callsOf(session: MuxServerSession): IterableIterator<C> {
-    return (this.#bySession.get(session) ?? new Map<number, C>()).values();
+  /** The calls in flight on `session` (a new array). */
+  callsOf(session: MuxServerSession): C[] {
+    return this.#bySession.get(session)?.values() ?? [];
   }
 
   sessions(): IterableIterator<MuxServerSession> {
