@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { address, addrBound, addrFailed, readDtab } from '../../src/naming/index.js';
+import { decodeNamerReply, encodeNamerCall } from '../../src/protocol/thrift/name-interface/messages.js';
 import { ThriftMuxNamerLink } from '../../src/protocol/thriftmux/namer-link.js';
 import { MessageType } from '../../src/protocol/thrift/message.js';
 import { ThriftWriter, TType } from '../../src/protocol/thrift/struct-codec.js';
@@ -174,7 +175,59 @@ describe('thriftpy client (plain framed thrift)', () => {
         await peer.close();
       }
     }));
+
+  test('waiting polls share one encoded answer, each sent with its own seqid; a closed connection withdraws its poll', () =>
+    withNamer(async (fx) => {
+      fx.namer.bind('web', addrBound([address('127.0.0.1', 8080)]));
+      const first = decodeNamerReply('bind', await framedCall(fx.port, encodeNamerCall('bind', 5, bindReq('/svc/web'))));
+      assert.ok('ok' in first.result);
+      const stamp = first.result.ok.stamp;
+      // Three plain thrift connections wait on the same observation with seqids 41 to 43; the third goes away.
+      const waiting = [41, 42].map((seqid) => framedCall(fx.port, encodeNamerCall('bind', seqid, bindReq('/svc/web', stamp))));
+      const leaving = connect(fx.port, '127.0.0.1', () => leaving.write(frame(encodeNamerCall('bind', 43, bindReq('/svc/web', stamp)))));
+      await eventually(() => activeBindings(fx) === 1, 3000, 'the polls wait');
+      leaving.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      await fx.store.put('default', readDtab('/svc => /#/test; /svc/web => /#/test/web/v2'));
+      const answers = (await Promise.all(waiting)).map((b) => decodeNamerReply('bind', b));
+      assert.deepEqual(answers.map((a) => a.seqid), [41, 42]);
+      for (const a of answers) {
+        assert.ok('ok' in a.result);
+        assert.notEqual(a.result.ok.stamp.toString('hex'), stamp.toString('hex'));
+      }
+      assert.equal(activeBindings(fx), 0);
+      // A poll alone on its observation: its connection closing leaves nothing waiting.
+      const newest = (answers[0]!.result as { ok: { stamp: Buffer } }).ok.stamp;
+      const alone = connect(fx.port, '127.0.0.1', () => alone.write(frame(encodeNamerCall('bind', 44, bindReq('/svc/web', newest)))));
+      await eventually(() => activeBindings(fx) === 1, 3000, 'the poll waits');
+      alone.destroy();
+      await eventually(() => activeBindings(fx) === 0, 3000, 'the closed connection withdrew its poll');
+    }));
 });
+
+/** `msg` in a thrift frame (its length first). */
+function frame(msg: Buffer): Buffer {
+  const head = Buffer.alloc(4);
+  head.writeInt32BE(msg.length, 0);
+  return Buffer.concat([head, msg]);
+}
+
+/** One framed call on its own connection: the reply's message (unframed). */
+function framedCall(port: number, msg: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    let buf = Buffer.alloc(0);
+    const s = connect(port, '127.0.0.1', () => s.write(frame(msg)));
+    s.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (buf.length >= 4 && buf.length >= 4 + buf.readInt32BE(0)) {
+        s.destroy();
+        resolve(buf.subarray(4, 4 + buf.readInt32BE(0)));
+      }
+    });
+    s.on('error', reject);
+    setTimeout(() => reject(new Error('no reply within 5 s')), 5000).unref();
+  });
+}
 
 /** Writes `bytes`, returns what comes back until the peer closes or 1 s passes. */
 function rawExchange(port: number, bytes: Buffer): Promise<Buffer> {

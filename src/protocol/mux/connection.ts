@@ -159,14 +159,18 @@ export abstract class MuxConnection implements FrameSink {
   /**
    * Writes a message whose body is `head` then `body` (a Tdispatch's contexts and destination, then
    * the payload as it came): in one frame, or in fragments when it is larger than the peer's size.
+   * With `patchAt` at 0 or more, `body` is shared by many messages: what is written is a copy with
+   * the 32-bit `patch` at that offset of the body (a thrift reply's seqid, say).
    */
-  protected writeMessage(type: number, tag: number, head: Buffer, body: Buffer): void {
+  protected writeMessage(type: number, tag: number, head: Buffer, body: Buffer, patchAt = -1, patch = 0): void {
     const socket = this.socket;
     if (this.ended || socket.destroyed) return;
     const len = head.length + body.length;
     if (len > this.peerFrameBytes && isFragmentable(type)) {
       // The first fragment goes now; the rest round robin with the other streams (Finagle's framer).
-      const stream: OutStream = { type, tag, data: body.length === 0 ? head : Buffer.concat([head, body], len), at: 0 };
+      const data = body.length === 0 && patchAt < 0 ? head : Buffer.concat([head, body], len);
+      if (patchAt >= 0) data.writeInt32BE(patch | 0, head.length + patchAt);
+      const stream: OutStream = { type, tag, data, at: 0 };
       this.#writeFragment(stream);
       this.#streams.push(stream);
       this.#schedule();
@@ -179,12 +183,18 @@ export abstract class MuxConnection implements FrameSink {
       const frame = writeFrameHeader(Buffer.allocUnsafe(FRAME_HEADER_BYTES + len), type, tag, len);
       head.copy(frame, FRAME_HEADER_BYTES);
       body.copy(frame, FRAME_HEADER_BYTES + head.length);
+      if (patchAt >= 0) frame.writeInt32BE(patch | 0, FRAME_HEADER_BYTES + head.length + patchAt);
       socket.write(frame);
     } else {
+      let data = body;
+      if (patchAt >= 0) {
+        data = Buffer.from(body);
+        data.writeInt32BE(patch | 0, patchAt);
+      }
       socket.cork();
       socket.write(frameHeader(type, tag, len));
       socket.write(head);
-      if (body.length > 0) socket.write(body);
+      if (data.length > 0) socket.write(data);
       socket.uncork();
     }
     this.#checkBacklog();

@@ -42,6 +42,8 @@ export interface MuxServerOwner {
 
 const TINIT_CHECK_BYTES = Buffer.from(TINIT_CHECK);
 const EMPTY = Buffer.alloc(0);
+/** An Rdispatch's head with no contexts, by status: the same bytes for most replies. */
+const BARE_RDISPATCH_HEADS: readonly Buffer[] = [ReplyStatus.Ok, ReplyStatus.Error, ReplyStatus.Nack].map((s) => encodeRdispatchHead(s, []));
 const NACK_CONTEXTS = muxFailureContexts(MuxFailureFlag.Retryable | MuxFailureFlag.Rejected);
 
 /** Requests one session may have in flight; more are nacked (safe to retry elsewhere). */
@@ -160,20 +162,28 @@ export class MuxServerSession extends MuxConnection {
 
   /**
    * Answers `tag`'s request: an Rdispatch with `contexts` (or an Rreq, which has none) carrying
-   * `body` (the reply, or an error's reason). Ignored when the request is no longer pending.
+   * `body` (the reply, or an error's reason). Ignored when the request is no longer pending. With
+   * `patchAt` at 0 or more, `body` is shared by many replies and each is sent with the 32-bit
+   * `patch` at that offset of its body (see `writeMessage`).
    */
-  reply(tag: number, status: ReplyStatusCode, contexts: readonly MuxContextEntry[], body: Buffer): void {
+  reply(tag: number, status: ReplyStatusCode, contexts: readonly MuxContextEntry[], body: Buffer, patchAt = -1, patch = 0): void {
     const kind = this.#tags.get(tag);
     if (kind === undefined) return;
     this.#tags.delete(tag);
-    this.#writeReply(tag, kind, status, contexts, body);
+    this.#writeReply(tag, kind, status, contexts, body, patchAt, patch);
     this.#maybeFinish();
   }
 
-  #writeReply(tag: number, kind: 'dispatch' | 'req', status: ReplyStatusCode, contexts: readonly MuxContextEntry[], body: Buffer): void {
-    if (kind === 'dispatch') this.writeMessage(MuxType.Rdispatch, tag, encodeRdispatchHead(status, contexts), body);
-    else this.writeMessage(MuxType.Rreq, tag, Buffer.from([status]), status === ReplyStatus.Nack ? EMPTY : body);
+  #writeReply(tag: number, kind: 'dispatch' | 'req', status: ReplyStatusCode, contexts: readonly MuxContextEntry[], body: Buffer, patchAt = -1, patch = 0): void {
+    if (kind === 'req') {
+      if (status === ReplyStatus.Nack) this.writeMessage(MuxType.Rreq, tag, Buffer.from([status]), EMPTY);
+      else this.writeMessage(MuxType.Rreq, tag, Buffer.from([status]), body, patchAt, patch);
+      return;
+    }
+    const head = contexts.length === 0 ? (BARE_RDISPATCH_HEADS[status] as Buffer) : encodeRdispatchHead(status, contexts);
+    this.writeMessage(MuxType.Rdispatch, tag, head, body, patchAt, patch);
   }
+
 
   /** Answers `tag`'s request with Rerr: the session could not act on the message. */
   rerr(tag: number, why: string): void {

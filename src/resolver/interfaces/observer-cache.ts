@@ -31,52 +31,17 @@ export class Stamper {
 }
 
 /**
- * A client's interest in its call, withdrawn when it discards the call or its connection goes.
- * Lighter than an AbortController (made per long poll, thousands at a time); {@link signal} makes
- * one for the rare API that needs it.
+ * A long poll waiting for an observation to change. The cache calls {@link deliver} once, in the
+ * turn the value changes, for every waiter at once: no promise or closure per poll, since ten
+ * thousand proxies re-poll after each update and what each poll keeps alive is copied by every
+ * young-generation collection until the next update.
  */
-export class Interest {
-  #withdrawn = false;
-  #listeners: (() => void)[] | undefined;
-  #controller: AbortController | undefined;
+export abstract class PollWaiter<V> {
+  /** The observation waited on: set by the cache while this waits. */
+  waitingOn: object | undefined = undefined;
 
-  get withdrawn(): boolean {
-    return this.#withdrawn;
-  }
-
-  /** Calls `f` once when the interest is withdrawn (never if it never is). */
-  onWithdraw(f: () => void): void {
-    if (this.#withdrawn) f();
-    else (this.#listeners ??= []).push(f);
-  }
-
-  offWithdraw(f: () => void): void {
-    const ls = this.#listeners;
-    if (ls === undefined) return;
-    const i = ls.indexOf(f);
-    if (i >= 0) ls.splice(i, 1);
-  }
-
-  withdraw(): void {
-    if (this.#withdrawn) return;
-    this.#withdrawn = true;
-    const ls = this.#listeners;
-    this.#listeners = undefined;
-    if (ls !== undefined) for (const f of ls) f();
-  }
-
-  /** An AbortSignal aborted when the interest is withdrawn. */
-  get signal(): AbortSignal {
-    if (this.#controller === undefined) {
-      const c = (this.#controller = new AbortController());
-      this.onWithdraw(() => c.abort());
-    }
-    return this.#controller.signal;
-  }
-}
-
-interface Waiter<V> {
-  readonly resolve: (o: Observation<V>) => void;
+  /** The observation's new value; called once, unless the waiter is withdrawn first. */
+  abstract deliver(o: Observation<V>): void;
 }
 
 /**
@@ -86,10 +51,10 @@ interface Waiter<V> {
  */
 class StampedObserver<V> {
   current: Observation<V> | undefined;
-  readonly waiters = new Set<Waiter<V>>();
+  waiters = new Set<PollWaiter<V>>();
   readonly #hold: Closable;
 
-  constructor(source: Activity<unknown>, read: (s: State<unknown>) => Reading<V>, same: (a: V, b: V) => boolean, stamper: Stamper, changed: () => void) {
+  constructor(source: Activity<unknown>, read: (s: State<unknown>) => Reading<V>, same: (a: V, b: V) => boolean, stamper: Stamper, changed: () => void, failed: (e: unknown) => void) {
     this.#hold = source.observe((s) => {
       const r = read(s);
       if (r === undefined) return;
@@ -98,11 +63,20 @@ class StampedObserver<V> {
         if ('value' in r && c.ok && same(c.value, r.value)) return;
         if ('error' in r && !c.ok && c.error.message === r.error.message) return;
       }
-      this.current = 'value' in r ? { stamp: stamper.next(), ok: true, value: r.value } : { stamp: stamper.next(), ok: false, error: r.error };
-      const waiting = [...this.waiters];
-      this.waiters.clear();
-      for (const w of waiting) w.resolve(this.current);
-      if (waiting.length > 0) changed();
+      const current: Observation<V> = 'value' in r ? { stamp: stamper.next(), ok: true, value: r.value } : { stamp: stamper.next(), ok: false, error: r.error };
+      this.current = current;
+      const waiting = this.waiters;
+      if (waiting.size === 0) return;
+      this.waiters = new Set();
+      for (const w of waiting) {
+        w.waitingOn = undefined;
+        try {
+          w.deliver(current);
+        } catch (e) {
+          failed(e);
+        }
+      }
+      changed();
     });
   }
 
@@ -112,6 +86,7 @@ class StampedObserver<V> {
 }
 
 interface Entry<V> {
+  readonly key: string;
   readonly observer: StampedObserver<V>;
   /** performance.now() when it last had no waiter left (inactive since). */
   idleSince: number;
@@ -128,6 +103,8 @@ export interface ObserverCacheOptions<V> {
   readonly read: (s: State<unknown>) => Reading<V>;
   readonly same: (a: V, b: V) => boolean;
   readonly stats: StatsReceiver;
+  /** A waiter's delivery threw (a bug): the other waiters are still answered. */
+  readonly deliveryFailed: (e: unknown) => void;
 }
 
 /**
@@ -165,47 +142,50 @@ export class ObserverCache<V> {
   }
 
   /**
-   * The observation of `key` (watching `source()` if it is not cached) for a poll carrying
-   * `stamp`: the current one when the stamp differs, else the next. Rejects with {@link MaximumObservationsReachedError} when it would have to wait
-   * and the active capacity is taken; a withdrawn `interest` withdraws the poll (nothing resolves).
+   * A poll of `key` (watching `source()` if it is not cached) carrying `stamp`: the current
+   * observation when the stamp differs from its stamp, answered at once; else `waiter` waits for
+   * the next one and this returns undefined. Throws {@link MaximumObservationsReachedError} when
+   * it would have to wait and the active capacity is taken.
    */
-  poll(key: string, stamp: Buffer, interest: Interest, source: () => Activity<unknown>): Promise<Observation<V>> {
+  poll(key: string, stamp: Buffer, source: () => Activity<unknown>, waiter: PollWaiter<V>): Observation<V> | undefined {
     let entry = this.#active.get(key);
     if (entry === undefined) {
       entry = this.#inactive.get(key);
-      if (entry !== undefined) this.#inactive.delete(key);
+      // A new observation may have its value at once (the namer knew it): then nobody waits.
+      entry ??= this.#create(key, source());
     }
-    // A new observation may have its value at once (the namer knew it): then nobody waits.
-    entry ??= this.#create(key, source());
-    const current = entry.observer.current;
+    const observer = entry.observer;
+    const current = observer.current;
     if (current !== undefined && !current.stamp.equals(stamp)) {
-      if (entry.observer.waiters.size === 0) this.#idle(key, entry);
-      return Promise.resolve(current);
+      // Recency: a poll answered at once keeps its observation the most recently used.
+      if (observer.waiters.size === 0) this.#idle(entry);
+      return current;
     }
-    if (!this.#active.has(key) && this.#active.size >= this.#opts.activeCapacity) {
-      this.#idle(key, entry);
-      this.#refusals.incr();
-      return Promise.reject(new MaximumObservationsReachedError(this.#opts.activeCapacity));
+    if (observer.waiters.size === 0) {
+      if (this.#active.size >= this.#opts.activeCapacity) {
+        this.#idle(entry);
+        this.#refusals.incr();
+        throw new MaximumObservationsReachedError(this.#opts.activeCapacity);
+      }
+      this.#inactive.delete(key);
+      this.#active.set(key, entry);
     }
-    this.#active.set(key, entry);
-    const e = entry;
-    return new Promise<Observation<V>>((resolve) => {
-      const waiter: Waiter<V> = {
-        resolve: (o) => {
-          interest.offWithdraw(onAbort);
-          resolve(o);
-        },
-      };
-      const onAbort = (): void => {
-        e.observer.waiters.delete(waiter);
-        if (e.observer.waiters.size === 0 && this.#active.get(key) === e) this.#idle(key, e);
-      };
-      e.observer.waiters.add(waiter);
-      interest.onWithdraw(onAbort);
-    });
+    observer.waiters.add(waiter);
+    waiter.waitingOn = entry;
+    return undefined;
   }
 
-  /** Stops every observation; polls still waiting never resolve (their connections are closing). */
+  /** `waiter` no longer waits (its client discarded the call or went away); nothing is delivered to it. */
+  withdraw(waiter: PollWaiter<V>): void {
+    const e = waiter.waitingOn as Entry<V> | undefined;
+    if (e === undefined) return;
+    waiter.waitingOn = undefined;
+    const waiters = e.observer.waiters;
+    waiters.delete(waiter);
+    if (waiters.size === 0 && this.#active.get(e.key) === e) this.#idle(e);
+  }
+
+  /** Stops every observation; polls still waiting are never answered (their connections are closing). */
   close(): void {
     clearInterval(this.#sweep);
     for (const e of [...this.#active.values(), ...this.#inactive.values()]) e.observer.close();
@@ -214,16 +194,23 @@ export class ObserverCache<V> {
   }
 
   #create(key: string, source: Activity<unknown>): Entry<V> {
-    const observer: StampedObserver<V> = new StampedObserver<V>(source, this.#opts.read, this.#opts.same, this.#opts.stamper, () => {
-      // Its waiters were all answered: nobody waits on it until they poll again.
-      const e = this.#active.get(key);
-      if (e?.observer === observer) this.#idle(key, e);
-    });
-    return { observer, idleSince: performance.now() };
+    const o = this.#opts;
+    const observer: StampedObserver<V> = new StampedObserver<V>(
+      source, o.read, o.same, o.stamper,
+      () => {
+        // Its waiters were all answered: nobody waits on it until they poll again (unless one
+        // polled again from inside its delivery).
+        const e = this.#active.get(key);
+        if (e?.observer === observer && observer.waiters.size === 0) this.#idle(e);
+      },
+      o.deliveryFailed,
+    );
+    return { key, observer, idleSince: performance.now() };
   }
 
   /** `entry` has no poll waiting: it joins the inactive LRU as its most recent member. */
-  #idle(key: string, entry: Entry<V>): void {
+  #idle(entry: Entry<V>): void {
+    const key = entry.key;
     this.#active.delete(key);
     this.#inactive.delete(key);
     entry.idleSince = performance.now();

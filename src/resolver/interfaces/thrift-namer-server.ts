@@ -14,8 +14,7 @@ import { MessageType, readMessageHeader } from '../../protocol/thrift/message.js
 import { decodeRequestHeader, emptyResponseHeader, encodeUpgradeReply, UPGRADE_METHOD } from '../../protocol/thrift/ttwitter.js';
 import { serverTlsOptions } from '../../service/tls-settings.js';
 import type { Counter, StatsReceiver } from '../../service/stats/index.js';
-import { Interest } from './observer-cache.js';
-import type { ThriftNamerService } from './thrift-namer-service.js';
+import type { NamerReplySink, PendingCall, ServedCall, ThriftNamerService } from './thrift-namer-service.js';
 
 /** Requests to the name interface are a name, a stamp and a dtab: 4 MiB is far beyond any real one. */
 export const MAX_NAMER_MESSAGE_BYTES = 4 * 1024 * 1024;
@@ -30,19 +29,34 @@ export interface ThriftNamerListenConfig {
   readonly tls?: ServerTlsConfig | undefined;
 }
 
-/** One call on a mux session: the client's interest in it is withdrawn when it discards it or the session ends. */
-class NamerMuxCall implements TaggedCall {
+/**
+ * One call on a mux session, and where its reply goes: a long poll that waits holds this, its
+ * poll and its session's tag, nothing more. A Tdiscarded or a closed session withdraws it.
+ */
+class NamerMuxCall implements TaggedCall, NamerReplySink {
   readonly session: MuxServerSession;
   readonly tag: number;
-  readonly interest = new Interest();
+  readonly #seqid: number;
+  readonly #calls: SessionCalls<NamerMuxCall>;
+  pending: PendingCall | undefined = undefined;
 
-  constructor(session: MuxServerSession, tag: number) {
+  constructor(session: MuxServerSession, tag: number, seqid: number, calls: SessionCalls<NamerMuxCall>) {
     this.session = session;
     this.tag = tag;
+    this.#seqid = seqid;
+    this.#calls = calls;
+  }
+
+  reply(message: Buffer, seqidAt: number): void {
+    this.pending = undefined;
+    this.#calls.end(this);
+    this.session.reply(this.tag, ReplyStatus.Ok, [], message, seqidAt, this.#seqid);
   }
 
   discarded(): void {
-    this.interest.withdraw();
+    const p = this.pending;
+    this.pending = undefined;
+    p?.withdraw();
   }
 }
 
@@ -136,19 +150,20 @@ export class ThriftNamerServer implements MuxServerOwner {
       }
       return;
     }
-    const call = new NamerMuxCall(session, tag);
+    const call = new NamerMuxCall(session, tag, r.call.seqid, this.#calls);
     this.#calls.add(call);
-    this.#service.answer(r.call, call.interest).then(
-      (reply) => {
-        this.#calls.end(call);
-        if (reply !== undefined && !call.interest.withdrawn) session.reply(tag, ReplyStatus.Ok, [], reply);
-      },
-      (e: unknown) => {
-        this.#calls.end(call);
-        this.#log.error({ err: errorMessage(e) }, 'thrift name interface failed a call');
-        session.rerr(tag, `the resolver failed: ${errorMessage(e)}`);
-      },
-    );
+    this.#answer(call, r.call);
+  }
+
+  #answer(call: NamerMuxCall, served: ServedCall): void {
+    try {
+      call.pending = this.#service.answer(served, call);
+    } catch (e) {
+      // A bug, not a client's error: its call fails at the mux level, and the session serves on.
+      this.#calls.end(call);
+      this.#log.error({ err: errorMessage(e) }, 'thrift name interface failed a call');
+      call.session.rerr(call.tag, `the resolver failed: ${errorMessage(e)}`);
+    }
   }
 
   discarded(session: MuxServerSession, tag: number): void {
@@ -171,7 +186,7 @@ export class ThriftNamerServer implements MuxServerOwner {
     for (const s of sessions) {
       s.drain();
       // Every call here is a long poll or a delegation in progress: none is worth holding a drain.
-      for (const call of [...this.#calls.callsOf(s)]) {
+      for (const call of this.#calls.callsOf(s)) {
         s.reply(call.tag, ReplyStatus.Nack, NACK_CONTEXTS, EMPTY);
         call.discarded();
       }
@@ -197,7 +212,9 @@ class DowngradedConnection {
   readonly #malformed: Counter;
   readonly #reader = new MessageReader({ framed: true, protocol: 'binary', maxMessageBytes: MAX_NAMER_MESSAGE_BYTES });
   readonly #queue: Buffer[] = [];
-  readonly #interest = new Interest();
+  /** Withdraws the call being answered; set while one waits. */
+  #withdraw: (() => void) | undefined;
+  #closed = false;
   #upgraded = false;
   #busy = false;
 
@@ -206,7 +223,10 @@ class DowngradedConnection {
     this.#service = service;
     this.#log = log;
     this.#malformed = malformed;
-    socket.once('close', () => this.#interest.withdraw());
+    socket.once('close', () => {
+      this.#closed = true;
+      this.#withdraw?.();
+    });
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
     this.#read(head);
   }
@@ -247,8 +267,12 @@ class DowngradedConnection {
           this.#reader.prefixed = true;
           continue;
         }
-        const reply = await this.#service.handle(msg, this.#interest);
-        if (this.#interest.withdrawn) return;
+        const reply = await this.#service.handle(msg, (withdraw) => {
+          if (this.#closed) withdraw();
+          else this.#withdraw = withdraw;
+        });
+        this.#withdraw = undefined;
+        if (this.#closed) return;
         if (reply === undefined) throw new Error('the request is not a thrift call');
         this.#write(reply, this.#upgraded);
       }

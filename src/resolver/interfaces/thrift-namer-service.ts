@@ -1,19 +1,19 @@
 import { errorMessage } from '../../core/errors.js';
 import type { Logger } from '../../core/log.js';
-import { type Addr, type BoundName, type Dtab, type NameTree, type Path, type State, readDtab } from '../../naming/index.js';
+import { type Activity, type Addr, type BoundName, Dtab, type NameTree, type Path, type State, readDtab } from '../../naming/index.js';
 import { AppExceptionType, encodeAppException } from '../../protocol/thrift/app-exception.js';
 import { readMessageHeader } from '../../protocol/thrift/message.js';
 import {
   addrToThrift, boundTreeToThrift, delegateTreeToThrift, delegationRequestPaths, pathFromThrift,
 } from '../../protocol/thrift/name-interface/convert.js';
 import {
-  type AddrReq, type BindReq, type DelegateReq, type DtabReq, type NamerCall, type NamerMethod, type NamerResult,
+  type AddrReq, type BindReq, type DelegateReq, type DtabReq, type NameRef, type NamerCall, type NamerMethod, type NamerResult,
   decodeNamerCall, encodeAddrReply, encodeAddrVal, encodeBindReply, encodeBoundTree, encodeNamerReply, encodeUnknownMethod,
 } from '../../protocol/thrift/name-interface/messages.js';
 import type { EncodedStruct } from '../../protocol/thrift/name-interface/schema-codec.js';
 import type { Counter, StatsReceiver } from '../../service/stats/index.js';
 import type { ResolverNaming } from '../naming.js';
-import { type Interest, ObserverCache, type Reading, Stamper } from './observer-cache.js';
+import { type Observation, ObserverCache, PollWaiter, type Reading, Stamper } from './observer-cache.js';
 
 /** The `cache` object of the interface: entry counts and seconds. */
 export interface ThriftNamerCacheConfig {
@@ -65,12 +65,155 @@ const readDtabText = (s: State<unknown>): Reading<string> => {
 /** A call of one of the service's methods. */
 export type ServedCall = Exclude<NamerCall, { method: undefined }>;
 
+/** Where one call's reply goes. `reply` is called at most once, and never after the call is withdrawn. */
+export interface NamerReplySink {
+  /**
+   * The reply. With `seqidAt` at -1 it is this call's own message. Otherwise it is shared by every
+   * poll one observation answers and carries seqid 0: the sink sends a copy with its call's seqid
+   * written (32 bits, big-endian) at that offset.
+   */
+  reply(message: Buffer, seqidAt: number): void;
+}
+
+/** A call still waiting for its answer: withdrawn when its client discards it or goes away. */
+export interface PendingCall {
+  withdraw(): void;
+}
+
+/** `message` with `seqid` written at `seqidAt` (a copy; -1 leaves it as it is). */
+export function withSeqid(message: Buffer, seqidAt: number, seqid: number): Buffer {
+  if (seqidAt < 0) return message;
+  const b = Buffer.allocUnsafe(message.length);
+  message.copy(b);
+  b.writeInt32BE(seqid | 0, seqidAt);
+  return b;
+}
+
+/** Where a reply's seqid is, in a strict binary message: version (4), name length (4), the name. */
+const seqidAt = (method: NamerMethod): number => 8 + method.length;
+const BIND_SEQID_AT = seqidAt('bind');
+const ADDR_SEQID_AT = seqidAt('addr');
+
 const sameEncoded = (a: EncodedStruct, b: EncodedStruct): boolean => a.bytes.equals(b.bytes);
+
+type MethodCounters = Readonly<Record<NamerMethod, { readonly requests: Counter; readonly failures: Counter }>>;
+
+/** What the polls' replies share: each observation's reply encoded once, the retry hint, the counters. */
+class Replies {
+  readonly #templates = new WeakMap<object, Buffer>();
+  readonly retryIn: () => number;
+  readonly counters: MethodCounters;
+
+  constructor(retryIn: () => number, counters: MethodCounters) {
+    this.retryIn = retryIn;
+    this.counters = counters;
+  }
+
+  /** The reply (seqid 0) every poll of `obs` gets: a bound tree's is encoded once for all. */
+  bound(obs: Observation<EncodedStruct> & { ok: true }, ns: string): Buffer {
+    let t = this.#templates.get(obs);
+    if (t === undefined) this.#templates.set(obs, (t = encodeBindReply(0, obs.stamp, obs.value, ns)));
+    return t;
+  }
+
+  addr(obs: Observation<EncodedStruct> & { ok: true }): Buffer {
+    let t = this.#templates.get(obs);
+    if (t === undefined) this.#templates.set(obs, (t = encodeAddrReply(0, obs.stamp, obs.value)));
+    return t;
+  }
+
+  /** Sends `method`'s failure reply to `sink`, counted (undefined: nothing is left pending). */
+  fail<M extends NamerMethod>(sink: NamerReplySink, method: M, seqid: number, failure: Extract<NamerResult<M>, { failure: unknown }>['failure']): undefined {
+    this.counters[method].failures.incr();
+    sink.reply(encodeNamerReply(method, seqid, { failure } as NamerResult<M>), -1);
+    return undefined;
+  }
+}
+
+/** A long poll of this service, waiting: where its answer goes, and how it fails. */
+abstract class NamerPoll<V> extends PollWaiter<V> implements PendingCall {
+  readonly cache: ObserverCache<V>;
+  readonly replies: Replies;
+  readonly sink: NamerReplySink;
+  readonly seqid: number;
+
+  constructor(cache: ObserverCache<V>, replies: Replies, sink: NamerReplySink, seqid: number) {
+    super();
+    this.cache = cache;
+    this.replies = replies;
+    this.sink = sink;
+    this.seqid = seqid;
+  }
+
+  withdraw(): void {
+    this.cache.withdraw(this);
+  }
+
+  /** Answers the failure `reason`. */
+  abstract fail(reason: string): void;
+}
+
+/**
+ * A bind long poll: all it keeps besides its answer's way is the name it asked for, which a
+ * failure answer carries (ten thousand of these wait between updates on a busy resolver).
+ */
+class BindPoll extends NamerPoll<EncodedStruct> {
+  readonly ref: NameRef;
+
+  constructor(cache: ObserverCache<EncodedStruct>, replies: Replies, sink: NamerReplySink, seqid: number, ref: NameRef) {
+    super(cache, replies, sink, seqid);
+    this.ref = ref;
+  }
+
+  deliver(o: Observation<EncodedStruct>): void {
+    if (o.ok) this.sink.reply(this.replies.bound(o, this.ref.ns), BIND_SEQID_AT);
+    else this.fail(o.error.message);
+  }
+
+  fail(reason: string): void {
+    const ref = this.ref;
+    this.replies.fail(this.sink, 'bind', this.seqid, { reason, retryInSeconds: this.replies.retryIn(), name: ref, ns: ref.ns });
+  }
+}
+
+class AddrPoll extends NamerPoll<EncodedStruct> {
+  readonly ref: NameRef;
+
+  constructor(cache: ObserverCache<EncodedStruct>, replies: Replies, sink: NamerReplySink, seqid: number, ref: NameRef) {
+    super(cache, replies, sink, seqid);
+    this.ref = ref;
+  }
+
+  deliver(o: Observation<EncodedStruct>): void {
+    if (o.ok) this.sink.reply(this.replies.addr(o), ADDR_SEQID_AT);
+    else this.fail(o.error.message);
+  }
+
+  fail(reason: string): void {
+    this.replies.fail(this.sink, 'addr', this.seqid, { reason, retryInSeconds: this.replies.retryIn(), name: this.ref });
+  }
+}
+
+/** A dtab long poll (a handful per namespace: each answer is encoded for its own call). */
+class DtabPoll extends NamerPoll<string> {
+  deliver(o: Observation<string>): void {
+    if (o.ok) this.sink.reply(encodeNamerReply('dtab', this.seqid, { ok: { stamp: o.stamp, dtab: o.value } }), -1);
+    else this.fail(o.error.message);
+  }
+
+  fail(reason: string): void {
+    this.replies.fail(this.sink, 'dtab', this.seqid, { reason });
+  }
+}
+
+/** A delegation never answered (see `delegate`): nothing to withdraw. */
+const NEVER_ANSWERED: PendingCall = { withdraw: () => {} };
 
 /**
  * The `Namer` service of the resolver's thrift name interface over its naming: bind, addr and
  * dtab are long polls on stamped observations (see {@link ObserverCache}); a change is encoded
- * once and the same bytes answer every poll waiting on it. delegate answers at once.
+ * once and the same bytes answer every poll waiting on it, in the turn it changes. delegate
+ * answers as soon as its delegation is explained.
  */
 export class ThriftNamerService {
   readonly #naming: ResolverNaming;
@@ -79,9 +222,7 @@ export class ThriftNamerService {
   readonly #bindings: ObserverCache<EncodedStruct>;
   readonly #addrs: ObserverCache<EncodedStruct>;
   readonly #dtabs: ObserverCache<string>;
-  readonly #counters: Readonly<Record<NamerMethod, { readonly requests: Counter; readonly failures: Counter }>>;
-  /** Each observation's reply, encoded once for every poll it answers. */
-  readonly #templates = new WeakMap<object, Buffer>();
+  readonly #replies: Replies;
 
   constructor(naming: ResolverNaming, opts: ThriftNamerServiceOptions, stats: StatsReceiver) {
     this.#naming = naming;
@@ -89,20 +230,21 @@ export class ThriftNamerService {
     this.#random = opts.random ?? Math.random;
     const stamper = new Stamper();
     const c = opts.cache;
+    const deliveryFailed = (e: unknown): void => opts.log?.error({ err: errorMessage(e) }, 'thrift name interface failed to answer a long poll');
     this.#bindings = new ObserverCache({
       activeCapacity: c.bindingCacheActive, inactiveCapacity: c.bindingCacheInactive, inactiveTtlMs: c.bindingCacheInactiveTTLSecs * 1000,
-      stamper, read: readTree, same: sameEncoded, stats: stats.scope('bindingcache'),
+      stamper, read: readTree, same: sameEncoded, stats: stats.scope('bindingcache'), deliveryFailed,
     });
     this.#addrs = new ObserverCache({
       activeCapacity: c.addrCacheActive, inactiveCapacity: c.addrCacheInactive, inactiveTtlMs: c.addrCacheInactiveTTLSecs * 1000,
-      stamper, read: readAddr, same: sameEncoded, stats: stats.scope('addrcache'),
+      stamper, read: readAddr, same: sameEncoded, stats: stats.scope('addrcache'), deliveryFailed,
     });
     this.#dtabs = new ObserverCache({
       activeCapacity: DTAB_CACHE.active, inactiveCapacity: DTAB_CACHE.inactive, inactiveTtlMs: DTAB_CACHE.ttlMs,
-      stamper, read: readDtabText, same: (a, b) => a === b, stats: stats.scope('dtabcache'),
+      stamper, read: readDtabText, same: (a, b) => a === b, stats: stats.scope('dtabcache'), deliveryFailed,
     });
     const counters = (m: NamerMethod): { requests: Counter; failures: Counter } => ({ requests: stats.counter(m, 'requests'), failures: stats.counter(m, 'failures') });
-    this.#counters = { bind: counters('bind'), addr: counters('addr'), delegate: counters('delegate'), dtab: counters('dtab') };
+    this.#replies = new Replies(() => this.#retryIn(), { bind: counters('bind'), addr: counters('addr'), delegate: counters('delegate'), dtab: counters('dtab') });
   }
 
   /** The bindings and addresses being watched (tests and figures read them). */
@@ -126,21 +268,40 @@ export class ThriftNamerService {
     return { call };
   }
 
-  /** The reply message to `call`; undefined when the client withdrew its interest first (it discarded the call). */
-  answer(call: ServedCall, interest: Interest): Promise<Buffer | undefined> {
-    const counters = this.#counters[call.method];
-    counters.requests.incr();
-    return this.#dispatch(call, interest).then((reply) => {
-      if (reply === undefined || interest.withdrawn) return undefined;
-      if ('failure' in reply.result) counters.failures.incr();
-      return reply.bytes;
-    });
+  /**
+   * Answers `call` into `sink`: at once when it can be (then this returns undefined), else when
+   * its observation changes or its delegation is explained; the returned call withdraws it.
+   */
+  answer(call: ServedCall, sink: NamerReplySink): PendingCall | undefined {
+    this.#replies.counters[call.method].requests.incr();
+    switch (call.method) {
+      case 'bind':
+        return this.#bind(call.seqid, call.req, sink);
+      case 'addr':
+        return this.#addr(call.seqid, call.req, sink);
+      case 'delegate':
+        return this.#delegate(call.seqid, call.req, sink);
+      case 'dtab':
+        return this.#dtab(call.seqid, call.req, sink);
+    }
   }
 
-  /** {@link read}, then {@link answer}. */
-  handle(msg: Buffer, interest: Interest): Promise<Buffer | undefined> {
+  /**
+   * {@link read}, then {@link answer}, as a promise (for a connection served one call at a time):
+   * the reply; undefined when `msg` is not a thrift call, or when `withdrawn` fires first.
+   */
+  handle(msg: Buffer, withdrawn: (withdraw: () => void) => void): Promise<Buffer | undefined> {
     const r = this.read(msg);
-    return 'reply' in r ? Promise.resolve(r.reply) : this.answer(r.call, interest);
+    if ('reply' in r) return Promise.resolve(r.reply);
+    const seqid = r.call.seqid;
+    return new Promise((resolve) => {
+      const pending = this.answer(r.call, { reply: (message, at) => resolve(withSeqid(message, at, seqid)) });
+      if (pending !== undefined)
+        withdrawn(() => {
+          pending.withdraw();
+          resolve(undefined);
+        });
+    });
   }
 
   close(): void {
@@ -149,126 +310,92 @@ export class ThriftNamerService {
     this.#dtabs.close();
   }
 
-  #dispatch(call: ServedCall, interest: Interest): Promise<Reply | undefined> {
-    switch (call.method) {
-      case 'bind':
-        return this.#bind(call.seqid, call.req, interest);
-      case 'addr':
-        return this.#addr(call.seqid, call.req, interest);
-      case 'delegate':
-        return this.#delegate(call.seqid, call.req, interest);
-      case 'dtab':
-        return this.#dtab(call.seqid, call.req, interest);
-    }
-  }
-
   /** Seconds a client is told to wait after a failure: the base plus up to the jitter. */
   #retryIn(): number {
     return this.#opts.retryBaseSecs + Math.floor(this.#random() * (this.#opts.retryJitterSecs + 1));
   }
 
-  #bind(seqid: number, req: BindReq, interest: Interest): Promise<Reply> {
+  #bind(seqid: number, req: BindReq, sink: NamerReplySink): PendingCall | undefined {
     const ref = req.name;
-    const fail = (reason: string): Reply => failureReply('bind', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref, ns: ref?.ns ?? '' });
-    if (ref === undefined) return Promise.resolve(fail('no name given'));
+    const fail = (reason: string): undefined => this.#replies.fail(sink, 'bind', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref, ns: ref?.ns ?? '' });
+    if (ref === undefined) return fail('no name given');
     let path: Path;
     let extra: Dtab;
     try {
       path = pathFromThrift(ref.name);
-      extra = readDtab(req.dtab);
+      extra = req.dtab === '' ? Dtab.empty : readDtab(req.dtab);
     } catch (e) {
-      return Promise.resolve(fail(errorMessage(e)));
+      return fail(errorMessage(e));
     }
-    if (path.isEmpty) return Promise.resolve(fail('empty path'));
+    if (path.isEmpty) return fail('empty path');
     const ns = ref.ns;
-    return this.#bindings.poll(`${ns}\n${extra.show}\n${path.show}`, ref.stamp, interest, () => this.#naming.bind(ns, extra, path)).then(
-      (obs) => (obs.ok ? { result: OK, bytes: this.#fromTemplate('bind', obs, seqid, () => encodeBindReply(0, obs.stamp, obs.value, ns)) } : fail(obs.error.message)),
-      (e: unknown) => fail(errorMessage(e)),
-    );
+    const poll = new BindPoll(this.#bindings, this.#replies, sink, seqid, ref);
+    return this.#wait(this.#bindings, `${ns}\n${extra.show}\n${path.show}`, ref.stamp, () => this.#naming.bind(ns, extra, path), poll);
   }
 
-  #addr(seqid: number, req: AddrReq, interest: Interest): Promise<Reply> {
+  #addr(seqid: number, req: AddrReq, sink: NamerReplySink): PendingCall | undefined {
     const ref = req.name;
-    const fail = (reason: string): Reply => failureReply('addr', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref });
-    if (ref === undefined) return Promise.resolve(fail('no name given'));
+    const fail = (reason: string): undefined => this.#replies.fail(sink, 'addr', seqid, { reason, retryInSeconds: this.#retryIn(), name: ref });
+    if (ref === undefined) return fail('no name given');
     let id: Path;
     try {
       id = pathFromThrift(ref.name);
     } catch (e) {
-      return Promise.resolve(fail(errorMessage(e)));
+      return fail(errorMessage(e));
     }
-    if (id.isEmpty) return Promise.resolve(fail('empty path'));
-    return this.#addrs.poll(id.show, ref.stamp, interest, () => this.#naming.addr(id)).then(
-      (obs) => (obs.ok ? { result: OK, bytes: this.#fromTemplate('addr', obs, seqid, () => encodeAddrReply(0, obs.stamp, obs.value)) } : fail(obs.error.message)),
-      (e: unknown) => fail(errorMessage(e)),
-    );
+    if (id.isEmpty) return fail('empty path');
+    return this.#wait(this.#addrs, id.show, ref.stamp, () => this.#naming.addr(id), new AddrPoll(this.#addrs, this.#replies, sink, seqid, ref));
   }
 
-  #dtab(seqid: number, req: DtabReq, interest: Interest): Promise<Reply> {
+  #dtab(seqid: number, req: DtabReq, sink: NamerReplySink): PendingCall | undefined {
     const ns = req.ns;
-    const fail = (reason: string): Reply => failureReply('dtab', seqid, { reason });
-    return this.#dtabs.poll(ns, req.stamp, interest, () => this.#naming.dtab(ns)).then(
-      (obs) => (obs.ok ? reply('dtab', seqid, { ok: { stamp: obs.stamp, dtab: obs.value } }) : fail(obs.error.message)),
-      (e: unknown) => fail(errorMessage(e)),
-    );
+    return this.#wait(this.#dtabs, ns, req.stamp, () => this.#naming.dtab(ns), new DtabPoll(this.#dtabs, this.#replies, sink, seqid));
+  }
+
+  /** Polls `cache` for `poll`: answered now (undefined) or waiting (the poll, to withdraw). */
+  #wait<V>(cache: ObserverCache<V>, key: string, stamp: Buffer, source: () => Activity<unknown>, poll: NamerPoll<V>): PendingCall | undefined {
+    let obs: Observation<V> | undefined;
+    try {
+      obs = cache.poll(key, stamp, source, poll);
+    } catch (e) {
+      poll.fail(errorMessage(e));
+      return undefined;
+    }
+    if (obs === undefined) return poll;
+    poll.deliver(obs);
+    return undefined;
   }
 
   /**
-   * The reply to one poll on `obs`: every poll answered by one observation gets the same bytes
-   * but for its seqid, so they are encoded once (with seqid 0) and copied with the seqid set.
-   */
-  #fromTemplate(method: 'bind' | 'addr', obs: object, seqid: number, encode: () => Buffer): Buffer {
-    let t = this.#templates.get(obs);
-    if (t === undefined) this.#templates.set(obs, (t = encode()));
-    const b = Buffer.allocUnsafe(t.length);
-    t.copy(b);
-    // Strict binary header: version (4), name length (4), name, seqid.
-    b.writeInt32BE(seqid | 0, 8 + method.length);
-    return b;
-  }
-
-  /**
-   * Answered at once; not a long poll. A request with a stamp comes from a client that polls
+   * Answered once explained; not a long poll. A request with a stamp comes from a client that polls
    * delegations as it polls bindings: as namerd does, it is never answered, so the client keeps the
    * delegation it has until it gives up the request.
    */
-  async #delegate(seqid: number, req: DelegateReq, interest: Interest): Promise<Reply | undefined> {
-    const signal = interest.signal;
-    const fail = (reason: string): Reply => failureReply('delegate', seqid, { reason });
+  #delegate(seqid: number, req: DelegateReq, sink: NamerReplySink): PendingCall | undefined {
     const d = req.delegation;
-    if (d === undefined || d.tree === undefined) return fail('no delegation tree given');
-    if (d.stamp.length > 0) {
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-      return undefined;
-    }
-    const timeout = AbortSignal.timeout(this.#opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS);
-    const both = AbortSignal.any([signal, timeout]);
-    try {
-      const tree = delegationRequestPaths(d.tree);
+    if (d === undefined || d.tree === undefined) return this.#replies.fail(sink, 'delegate', seqid, { reason: 'no delegation tree given' });
+    if (d.stamp.length > 0) return NEVER_ANSWERED;
+    const withdrawn = new AbortController();
+    const limitMs = this.#opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(limitMs);
+    const both = AbortSignal.any([withdrawn.signal, timeout]);
+    const explain = async (): Promise<Buffer> => {
+      const tree = delegationRequestPaths(d.tree as NonNullable<typeof d.tree>);
       const extra = readDtab(req.dtab);
       const stored = await this.#naming.dtab(d.ns).toPromise(both);
       const explained = await this.#naming.delegateWith(stored.concat(extra), tree, both);
-      return reply('delegate', seqid, { ok: { stamp: DELEGATION_STAMP, tree: delegateTreeToThrift(explained), ns: d.ns } });
-    } catch (e) {
-      if (signal.aborted) return undefined;
-      return fail(timeout.aborted ? `delegation did not finish within ${this.#opts.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS} ms` : errorMessage(e));
-    }
+      return encodeNamerReply('delegate', seqid, { ok: { stamp: DELEGATION_STAMP, tree: delegateTreeToThrift(explained), ns: d.ns } });
+    };
+    explain().then(
+      (reply) => {
+        if (!withdrawn.signal.aborted) sink.reply(reply, -1);
+      },
+      (e: unknown) => {
+        if (!withdrawn.signal.aborted) this.#replies.fail(sink, 'delegate', seqid, { reason: timeout.aborted ? `delegation did not finish within ${limitMs} ms` : errorMessage(e) });
+      },
+    );
+    return { withdraw: () => withdrawn.abort() };
   }
-}
-
-interface Reply {
-  readonly result: { readonly failure: unknown } | { readonly ok: true };
-  readonly bytes: Buffer;
-}
-
-const OK = { ok: true } as const;
-
-function reply<M extends NamerMethod>(method: M, seqid: number, result: NamerResult<M>): Reply {
-  return { result: 'failure' in result ? { failure: result.failure } : OK, bytes: encodeNamerReply(method, seqid, result) };
-}
-
-function failureReply<M extends NamerMethod>(method: M, seqid: number, failure: Extract<NamerResult<M>, { failure: unknown }>['failure']): Reply {
-  return reply(method, seqid, { failure } as NamerResult<M>);
 }
 
 /** A TApplicationException (PROTOCOL_ERROR) when the call's header can be read; else undefined. */
