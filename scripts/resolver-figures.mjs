@@ -152,10 +152,7 @@ async function openThriftWatch(port, onData, shared) {
     // Rdispatch: status, contexts (none from prx), then the thrift reply.
     const reply = body.subarray(3);
     onData(reply.toString('latin1'));
-    // The next poll after this turn's arrivals are all timestamped: each watcher stands for a
-    // proxy with a CPU of its own, so one watcher's decoding and polling must not delay when the
-    // next one is seen to receive (inline, that client work was most of the delivery time).
-    setImmediate(() => {
+    queueRepoll(() => {
       const r = codec.decodeNamerReply('bind', reply);
       if (!('ok' in r.result)) throw new Error(`bind failed: ${JSON.stringify(r.result)}`);
       poll(r.result.ok.stamp);
@@ -163,6 +160,26 @@ async function openThriftWatch(port, onData, shared) {
   });
   poll(Buffer.alloc(0));
   return { session: conn, destroy: () => conn.socket.destroy() };
+}
+
+/**
+ * The thrift watchers' next polls. Each watcher stands for a proxy with a CPU of its own, which
+ * polls again as soon as it has its answer; this one process cannot make ten thousand proxies'
+ * polls in parallel. Made as answers arrived, they took this process a quarter of a second (a
+ * socket write each) while later answers waited to be read, and those were seen late. The
+ * resolver writes an update to every waiting poll in one turn of its loop, before it reads any
+ * new poll, so holding the polls until every watcher has the update moves when the next polls
+ * arrive, not when this update left. Outside a timed update they go out on the next turn.
+ */
+const repolls = { holding: false, queue: [] };
+function queueRepoll(poll) {
+  repolls.queue.push(poll);
+  if (!repolls.holding && repolls.queue.length === 1) setImmediate(sendRepolls);
+}
+function sendRepolls() {
+  const queue = repolls.queue;
+  repolls.queue = [];
+  for (const poll of queue) poll();
 }
 
 let codecModule;
@@ -319,6 +336,7 @@ async function measure(n) {
       seenAt = new Float64Array(n);
       received = 0;
       const current = await http(ctlPort, 'GET', '/api/1/dtabs/default');
+      repolls.holding = true;
       updateStarted = performance.now();
       const put = await http(ctlPort, 'PUT', '/api/1/dtabs/default', `/svc/web => /#/io.prx.fs/${want}`, {
         'content-type': 'application/dtab',
@@ -330,6 +348,8 @@ async function measure(n) {
         if (performance.now() > deadline) throw new Error(`only ${received} of ${n} watchers saw update ${u + 1}`);
         await sleep(2);
       }
+      repolls.holding = false;
+      sendRepolls();
       const sorted = [...seenAt].map((t) => t - updateStarted).sort((a, b) => a - b);
       latencies.push({ p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] });
       await sleep(300);
