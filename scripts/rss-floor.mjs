@@ -26,7 +26,9 @@ for (const tool of ['wrk', 'taskset']) {
   }
 }
 
-const PORTS = { upstream: 38080, proxy: 34140, admin: 39997 };
+// Below Linux's default ephemeral range (32768–60999): right after a run with thousands of client
+// connections (the resolver's fan-out figures), a port in that range can still be held in TIME_WAIT.
+const PORTS = { upstream: 28380, proxy: 24340, admin: 29397 };
 mkdirSync(join(REPO, '.tmp'), { recursive: true });
 const config = join(REPO, '.tmp', 'rss-floor-prx.yaml');
 const rendered = spawnSync(process.execPath, [join(REPO, 'scripts', 'bench-http.mjs'), '--render-config', config,
