@@ -154,17 +154,19 @@ abstract class NamerPoll<V> extends PollWaiter<V> implements PendingCall {
 }
 
 /**
- * A bind long poll: all it keeps besides its answer's way is the name it asked for, which a
- * failure answer carries (ten thousand of these wait between updates on a busy resolver).
+ * A bind or addr long poll: all it keeps besides its answer's way is the name it asked for, which
+ * a failure answer carries (ten thousand of these wait between updates on a busy resolver).
  */
-class BindPoll extends NamerPoll<EncodedStruct> {
+abstract class NamedPoll extends NamerPoll<EncodedStruct> {
   readonly ref: NameRef;
 
   constructor(cache: ObserverCache<EncodedStruct>, replies: Replies, sink: NamerReplySink, seqid: number, ref: NameRef) {
     super(cache, replies, sink, seqid);
     this.ref = ref;
   }
+}
 
+class BindPoll extends NamedPoll {
   deliver(o: Observation<EncodedStruct>): void {
     if (o.ok) this.sink.reply(this.replies.bound(o, this.ref.ns), BIND_SEQID_AT);
     else this.fail(o.error.message);
@@ -176,14 +178,7 @@ class BindPoll extends NamerPoll<EncodedStruct> {
   }
 }
 
-class AddrPoll extends NamerPoll<EncodedStruct> {
-  readonly ref: NameRef;
-
-  constructor(cache: ObserverCache<EncodedStruct>, replies: Replies, sink: NamerReplySink, seqid: number, ref: NameRef) {
-    super(cache, replies, sink, seqid);
-    this.ref = ref;
-  }
-
+class AddrPoll extends NamedPoll {
   deliver(o: Observation<EncodedStruct>): void {
     if (o.ok) this.sink.reply(this.replies.addr(o), ADDR_SEQID_AT);
     else this.fail(o.error.message);
@@ -329,8 +324,8 @@ export class ThriftNamerService {
     }
     if (path.isEmpty) return fail('empty path');
     const ns = ref.ns;
-    const poll = new BindPoll(this.#bindings, this.#replies, sink, seqid, ref);
-    return this.#wait(this.#bindings, `${ns}\n${extra.show}\n${path.show}`, ref.stamp, () => this.#naming.bind(ns, extra, path), poll);
+    const key = `${ns}\n${extra.show}\n${path.show}`;
+    return this.#wait(this.#bindings, key, ref.stamp, () => this.#naming.bind(ns, extra, path), new BindPoll(this.#bindings, this.#replies, sink, seqid, ref));
   }
 
   #addr(seqid: number, req: AddrReq, sink: NamerReplySink): PendingCall | undefined {
