@@ -166,11 +166,16 @@ export abstract class MuxConnection implements FrameSink {
     const socket = this.socket;
     if (this.ended || socket.destroyed) return;
     const len = head.length + body.length;
-    if (len > this.peerFrameBytes && isFragmentable(type)) {
+    const fragmented = len > this.peerFrameBytes && isFragmentable(type);
+    if (patchAt >= 0 && (fragmented || len > COPIED_MESSAGE_BYTES)) {
+      // Written by reference below: the shared body is copied once, with its patch.
+      body = Buffer.from(body);
+      body.writeInt32BE(patch | 0, patchAt);
+      patchAt = -1;
+    }
+    if (fragmented) {
       // The first fragment goes now; the rest round robin with the other streams (Finagle's framer).
-      const data = body.length === 0 && patchAt < 0 ? head : Buffer.concat([head, body], len);
-      if (patchAt >= 0) data.writeInt32BE(patch | 0, head.length + patchAt);
-      const stream: OutStream = { type, tag, data, at: 0 };
+      const stream: OutStream = { type, tag, data: body.length === 0 ? head : Buffer.concat([head, body], len), at: 0 };
       this.#writeFragment(stream);
       this.#streams.push(stream);
       this.#schedule();
@@ -186,15 +191,10 @@ export abstract class MuxConnection implements FrameSink {
       if (patchAt >= 0) frame.writeInt32BE(patch | 0, FRAME_HEADER_BYTES + head.length + patchAt);
       socket.write(frame);
     } else {
-      let data = body;
-      if (patchAt >= 0) {
-        data = Buffer.from(body);
-        data.writeInt32BE(patch | 0, patchAt);
-      }
       socket.cork();
       socket.write(frameHeader(type, tag, len));
       socket.write(head);
-      if (data.length > 0) socket.write(data);
+      if (body.length > 0) socket.write(body);
       socket.uncork();
     }
     this.#checkBacklog();
