@@ -80,6 +80,27 @@ test('event-loop window and utilization update on each sample', () => {
   registry.close();
 });
 
+test('a blocked event loop shows in the window as a late delay sample, and the next window is clear', async () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler });
+  const pm = new ProcessMetrics(registry.stats, { scheduler, sampleIntervalMs: 1000 });
+  pm.start();
+  const read = (k: string): number => gaugeValues(registry.resolve(['process'])).get(`process/event_loop/delay_ms/${k}`) ?? -1;
+  await new Promise((r) => setTimeout(r, 30));
+  const busyUntil = performance.now() + 80;
+  while (performance.now() < busyUntil); // the delay timer cannot run for 80 ms
+  await new Promise((r) => setTimeout(r, 30));
+  scheduler.advance(1000);
+  const blocked = read('max');
+  assert.ok(blocked >= 60 && blocked < 1000, `max ${blocked}`);
+  assert.ok(read('mean') > 0 && read('mean') < read('max'), `mean ${read('mean')}`);
+  await new Promise((r) => setTimeout(r, 30));
+  scheduler.advance(1000);
+  assert.ok(read('max') < blocked, `the next window's max ${read('max')}, after ${blocked}`);
+  pm.stop();
+  registry.close();
+});
+
 test('garbage collections are counted and timed', async () => {
   const scheduler = new ManualScheduler();
   const registry = new MetricsRegistry({ scheduler });
@@ -96,12 +117,41 @@ test('garbage collections are counted and timed', async () => {
   registry.close();
 });
 
+test('collections are sampled in the first second of each window and count window/sample times over', async () => {
+  const scheduler = new ManualScheduler();
+  const registry = new MetricsRegistry({ scheduler });
+  const pm = new ProcessMetrics(registry.stats, { scheduler, sampleIntervalMs: 10_000 });
+  pm.start();
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const read = (k: string): number => gaugeValues(registry.resolve(['process'])).get(`process/gc/${k}`) ?? 0;
+  gc();
+  await until(() => read('count') > 0, 5000);
+  assert.equal(read('count'), 10, 'one collection in the 1 s slice of a 10 s window counts 10');
+  const msec = read('msec');
+  assert.ok(msec > 0);
+  // Past the slice the observer is disconnected: these collections are not seen.
+  scheduler.advance(1000);
+  gc();
+  gc();
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(read('count'), 10);
+  assert.equal(read('msec'), msec);
+  // The next window listens again.
+  scheduler.advance(9000);
+  gc();
+  await until(() => read('count') > 10, 5000);
+  assert.equal(read('count'), 20);
+  pm.stop();
+  registry.close();
+});
+
 test('stop() unregisters everything and releases its timer; start() again works', () => {
   const scheduler = new ManualScheduler();
   const registry = new MetricsRegistry({ scheduler, snapshotIntervalMs: 60_000 });
   const pm = new ProcessMetrics(registry.stats, { scheduler });
   pm.start();
-  assert.equal(scheduler.pending, 2);
+  assert.equal(scheduler.pending, 3, 'the registry snapshot, the window and the GC observer slice');
   pm.stop();
   pm.stop();
   assert.equal(registry.resolve(['process']), undefined);
