@@ -16,6 +16,7 @@ import { registerProxyUi, type UiRouter } from '../admin/ui/index.js';
 import { lookupKind, type Family, type ProxyConfig } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import { defaultLogRegistry, type LogRegistry, type Logger } from '../core/log.js';
+import { collectStartupGarbage } from '../core/read-pacer.js';
 import { prxVersion } from '../core/version.js';
 import { closeInterpreter, interpreterState, TransformedInterpreter, underlyingInterpreter } from '../interpreter/index.js';
 import {
@@ -414,6 +415,7 @@ export class ProxyProcess {
       },
       this.#worker ? 'prx worker started' : 'prx started',
     );
+    setImmediate(collectStartupGarbage);
   }
 
   /** Each server announces its `announce` names to its router's announcers, now that it listens. */
