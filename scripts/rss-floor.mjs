@@ -45,7 +45,7 @@ upstream.keepAliveTimeout = 75_000;
 await new Promise((r) => upstream.listen(PORTS.upstream, '127.0.0.1', r));
 
 // bin/prx's own V8 flags and malloc setting, given to the floor too.
-const V8_FLAGS = ['--max-semi-space-size=4'];
+const V8_FLAGS = ['--max-semi-space-size=2'];
 const BIN_PRX_ENV = { MALLOC_ARENA_MAX: '1' };
 const { MALLOC_ARENA_MAX: _callers, ...DEFAULT_ENV } = process.env;
 const floor = [join(REPO, 'bench', 'node-floor-proxy.mjs'), String(PORTS.proxy), String(PORTS.upstream)];
