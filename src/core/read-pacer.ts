@@ -11,6 +11,8 @@
  * transfers read that much between the scavenges the JS heap triggers anyway.
  */
 
+import { setFlagsFromString } from 'node:v8';
+
 /** Bytes read between requested scavenges. */
 export const SCAVENGE_EVERY_BYTES = 4 << 20;
 
@@ -40,11 +42,21 @@ export function noteSocketRead(bytes: number): void {
 }
 
 /**
- * One full collection, once start-up is over. Why: what start-up leaves behind (the config's YAML
- * tree and validation temporaries, module initialisation) has been promoted into the old space,
- * and under steady load V8 runs no full collection for a long time, so it stays resident: 1.5 MiB
- * measured under the benchmark's load. Tens of milliseconds, before the first request as a rule.
+ * One full collection, once start-up is over, compacting. Why: what start-up leaves behind (the
+ * config's YAML tree and validation temporaries, module initialisation) has been promoted into
+ * the old space, and under steady load V8 runs no full collection for a long time, so it stays
+ * resident; a plain collection frees it but leaves the survivors spread over half-empty pages,
+ * which stay resident too. Compacting moves them together and releases those pages. Measured
+ * under the benchmark's load: 1.5 MiB less RSS for the collection, 1.3 MiB more for compacting.
+ * Tens of milliseconds, before the first request as a rule. V8 reads the flag at each full
+ * collection; it is set for this one alone.
  */
 export function collectStartupGarbage(): void {
-  collect?.();
+  if (collect === undefined) return;
+  setFlagsFromString('--compact-on-every-full-gc');
+  try {
+    collect();
+  } finally {
+    setFlagsFromString('--no-compact-on-every-full-gc');
+  }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { adoptExposedGc, noteSocketRead, SCAVENGE_EVERY_BYTES } from '../../src/core/read-pacer.js';
+import { adoptExposedGc, collectStartupGarbage, noteSocketRead, SCAVENGE_EVERY_BYTES } from '../../src/core/read-pacer.js';
 
 test('read pacer: without an exposed gc, reads are only counted', () => {
   assert.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined', 'tests run without --expose-gc');
@@ -26,4 +26,17 @@ test('read pacer: one scavenge (a minor gc) per SCAVENGE_EVERY_BYTES read, none 
   assert.deepEqual(calls, [{ type: 'minor' }], 'a minor collection, never a full one');
   for (let read = 0; read < SCAVENGE_EVERY_BYTES * 2; read += chunk) noteSocketRead(chunk);
   assert.equal(calls.length, 3);
+});
+
+test('start-up garbage: one full collection (gc with no argument: with one, V8 11 scavenges)', () => {
+  const calls: unknown[][] = [];
+  const g = globalThis as { gc?: unknown };
+  g.gc = (...args: unknown[]) => calls.push(args);
+  try {
+    assert.equal(adoptExposedGc(), true);
+  } finally {
+    delete g.gc;
+  }
+  collectStartupGarbage();
+  assert.deepEqual(calls, [[]]);
 });
