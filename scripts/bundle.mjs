@@ -43,9 +43,38 @@ const englishOnlyZodLocales = {
   },
 };
 
+// pino's worker-thread transports (`pino.transport()`, through thread-stream) are never started by
+// prx, which writes through pino.destination; yet loading pino loads them, and with them Node's
+// worker_threads and assert modules (1-2 MiB of RSS between them, most of it pages of node's own
+// code that nothing else in the proxy runs). In the bundle, thread-stream is a class that says so
+// if it is ever constructed, sonic-boom's single assert() is a two-line check, and pino's
+// isMainThread (which only decides whether an asynchronous destination flushes at exit) is read
+// without loading worker_threads: prx never runs in a worker thread. The admin's /admin/threads
+// loads worker_threads itself, on first use.
+const PINO_SHIMS = {
+  'thread-stream':
+    "module.exports = class ThreadStream { constructor() { throw new Error('prx does not start pino worker-thread transports (thread-stream is not bundled)'); } };\n",
+  assert: "module.exports = function assert(value, message) { if (!value) throw new Error(message); };\n",
+  worker_threads: 'module.exports = { isMainThread: true };\n',
+};
+const PINO_SHIM_IMPORTERS = {
+  'thread-stream': /[\\/]node_modules[\\/]pino[\\/]lib[\\/]transport\.js$/,
+  assert: /[\\/]node_modules[\\/]sonic-boom[\\/]index\.js$/,
+  worker_threads: /[\\/]node_modules[\\/]pino[\\/]lib[\\/]tools\.js$/,
+};
+const pinoWithoutWorkerThreads = {
+  name: 'pino-without-worker-threads',
+  setup(b) {
+    b.onResolve({ filter: /^(thread-stream|assert|worker_threads)$/ }, (args) =>
+      PINO_SHIM_IMPORTERS[args.path].test(args.importer) ? { path: args.path, namespace: 'prx-pino-shim' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'prx-pino-shim' }, (args) => ({ contents: PINO_SHIMS[args.path], loader: 'js' }));
+  },
+};
+
 rmSync(OUT, { recursive: true, force: true });
 await build({
-  plugins: [englishOnlyZodLocales],
+  plugins: [englishOnlyZodLocales, pinoWithoutWorkerThreads],
   entryPoints,
   outdir: OUT,
   bundle: true,
