@@ -403,6 +403,9 @@ export class ProxyProcess {
       await this.#teardown(Date.now(), false);
       throw e;
     }
+    // Start-up's garbage is collected before the GC gauges start sampling: that one collection is
+    // start-up's, and would otherwise count ten times over in their first window.
+    collectStartupGarbage();
     // Background work starts only once every socket is open: a failed start leaves nothing running.
     for (const t of this.#parts.telemeters) t.start();
     this.#parts.processMetrics.start();
@@ -415,7 +418,6 @@ export class ProxyProcess {
       },
       this.#worker ? 'prx worker started' : 'prx started',
     );
-    setImmediate(collectStartupGarbage);
   }
 
   /** Each server announces its `announce` names to its router's announcers, now that it listens. */
