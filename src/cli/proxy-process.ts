@@ -403,8 +403,6 @@ export class ProxyProcess {
       await this.#teardown(Date.now(), false);
       throw e;
     }
-    // Start-up's garbage is collected before the GC gauges start sampling: that one collection is
-    // start-up's, and would otherwise count ten times over in their first window.
     collectStartupGarbage();
     // Background work starts only once every socket is open: a failed start leaves nothing running.
     for (const t of this.#parts.telemeters) t.start();

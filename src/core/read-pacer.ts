@@ -52,7 +52,8 @@ export function noteSocketRead(bytes: number): void {
  * it until the function has gone unused over several full collections, which under load do not
  * come): start-up's code (config validation, module set-up) is not run again, and what is, is
  * compiled again on first use. Tens of milliseconds, before the first request as a rule. V8 reads
- * both flags at each full collection; they are set for this one alone.
+ * both flags at each full collection; they are set for this one alone. Call it before the GC
+ * gauges start sampling: this collection is start-up's, and would count ten times over there.
  */
 export function collectStartupGarbage(): void {
   if (collect === undefined) return;
