@@ -1,6 +1,7 @@
 // The config module's public surface: loading, validation, schema builders for plugins, errors.
 export * from './errors.js';
 export * from './frozen.js';
+export { builtSchemaCount, lazySchema, releaseSchemas } from './lazy-schema.js';
 export { addIssue, describeIssue, missingKey, parseNested, validate, withoutNulls, type IssueParams } from './issues.js';
 export * from './loader.js';
 export * from './schema.js';

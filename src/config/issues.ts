@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConfigError, type ConfigErrorCode, type ConfigIssue } from './errors.js';
+import { releaseSchemas } from './lazy-schema.js';
 
 // Configs are parsed once at start-up: zod's compiled fast paths (generated source, compiled
 // code, kept with each schema for the life of the process) buy nothing there and cost heap.
@@ -159,10 +160,19 @@ export function withoutNulls(value: unknown): unknown {
  * Null-valued keys count as absent (see {@link withoutNulls}).
  */
 export function validate<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
-  const result = schema.safeParse(withoutNulls(raw), parseParams);
-  if (!result.success) throw new ConfigError(toConfigIssues(result.error.issues));
-  return result.data;
+  validating++;
+  try {
+    const result = schema.safeParse(withoutNulls(raw), parseParams);
+    if (!result.success) throw new ConfigError(toConfigIssues(result.error.issues));
+    return result.data;
+  } finally {
+    // A config is read; its schemas are garbage until the next one (config/lazy-schema.ts).
+    if (--validating === 0) releaseSchemas();
+  }
 }
+
+// Nesting depth of validate(): a kind's validation may validate a referenced config of its own.
+let validating = 0;
 
 /**
  * Parses `value` with `schema` from inside a transform, forwarding any issues to `ctx` (their

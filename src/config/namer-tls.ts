@@ -4,6 +4,7 @@ import type * as Tls from 'node:tls';
 import { z } from 'zod';
 import { filePath, nonEmptyString } from './schema.js';
 import { addIssue } from './issues.js';
+import { lazySchema } from './lazy-schema.js';
 
 /**
  * The namer TLS object of the key-value stores (the `io.prx.kvstore` and `io.prx.kvstore2` dtab
@@ -12,7 +13,7 @@ import { addIssue } from './issues.js';
  * host-name check only), be signed by `trustCertsBundle`/`trustCerts` (else the system roots), and
  * `clientAuth` presents a client certificate (PKCS#8 key).
  */
-export const namerTlsSchema = z
+export const namerTlsSchema = lazySchema(() => z
   .strictObject({
     disableValidation: z.boolean().default(false),
     commonName: nonEmptyString.optional(),
@@ -28,7 +29,7 @@ export const namerTlsSchema = z
     if (tls.disableValidation && tls.clientAuth !== undefined) {
       addIssue(ctx, ['clientAuth'], 'cannot be combined with disableValidation');
     }
-  });
+  }));
 
 export type NamerTlsConfig = z.output<typeof namerTlsSchema>;
 

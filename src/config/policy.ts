@@ -10,6 +10,7 @@ import {
   pathPattern,
 } from './schema.js';
 import { clientTls } from './tls.js';
+import { lazySchema } from './lazy-schema.js';
 
 // Client and service policies. A policy is `io.prx.global` (parameters inline, for every client or
 // service) or `io.prx.static` (a list of `{prefix, …parameters}` configs; every matching config
@@ -20,27 +21,27 @@ import { clientTls } from './tls.js';
 const INT32_MAX = 2147483647;
 
 /** A backoff: `{kind: constant, ms}` or `{kind: jittered, minMs, maxMs}` (equal jitter). */
-export const backoff = choice('kind', {
+export const backoff = lazySchema(() => choice('kind', {
   constant: z.strictObject({ kind: z.literal('constant'), ms: durationMs }),
   jittered: z
     .strictObject({ kind: z.literal('jittered'), minMs: durationMs, maxMs: durationMs })
     .superRefine((b, ctx) => {
       if (b.minMs > b.maxMs) addIssue(ctx, ['minMs'], `must not exceed maxMs (${b.maxMs})`, { value: b.minMs });
     }),
-});
+}));
 
 /** A validated backoff. */
 export type BackoffConfig = z.output<typeof backoff>;
 
 /** A retry budget (application retries and connection requeues); Finagle's defaults. */
-export const retryBudget = z.strictObject({
+export const retryBudget = lazySchema(() => z.strictObject({
   minRetriesPerSec: intInRange(0, INT32_MAX).default(10),
   percentCanRetry: fraction.default(0.2),
   ttlSecs: intInRange(1, 60).default(10),
-});
+}));
 
 /** Connection pool per host (watermark pool). */
-export const hostConnectionPool = z
+export const hostConnectionPool = lazySchema(() => z
   .strictObject({
     minSize: intInRange(0, INT32_MAX).default(0),
     maxSize: intInRange(1, INT32_MAX).default(INT32_MAX),
@@ -49,13 +50,13 @@ export const hostConnectionPool = z
   })
   .superRefine((p, ctx) => {
     if (p.minSize > p.maxSize) addIssue(ctx, ['minSize'], `must not exceed maxSize (${p.maxSize})`, { value: p.minSize });
-  });
+  }));
 
 /** Connection session limits; absent means forever. */
-export const clientSession = z.strictObject({
+export const clientSession = lazySchema(() => z.strictObject({
   idleTimeMs: durationMs.optional(),
   lifeTimeMs: durationMs.optional(),
-});
+}));
 
 const DEFAULT_ACCRUAL_BACKOFF = { kind: 'jittered', minMs: 5000, maxMs: 300000 } as const;
 
@@ -69,30 +70,34 @@ export function failureAccrualShape<K extends string>(kind: K) {
 }
 
 /** Client parameters common to every protocol; protocols add theirs (see {@link clientPolicy}). */
-export const clientParamsShape = {
-  hostConnectionPool: hostConnectionPool.optional(),
-  tls: clientTls.optional(),
-  loadBalancer: kindSlot('loadBalancer').optional(),
-  failFast: z.boolean().optional(),
-  requeueBudget: retryBudget.optional(),
-  failureAccrual: kindSlot('failureAccrual').optional(),
-  requestAttemptTimeoutMs: durationMs.optional(),
-  clientSession: clientSession.optional(),
-  forwardClientCert: z.boolean().optional(),
-};
+export function clientParamsShape() {
+  return {
+    hostConnectionPool: hostConnectionPool.optional(),
+    tls: clientTls.optional(),
+    loadBalancer: kindSlot('loadBalancer').optional(),
+    failFast: z.boolean().optional(),
+    requeueBudget: retryBudget.optional(),
+    failureAccrual: kindSlot('failureAccrual').optional(),
+    requestAttemptTimeoutMs: durationMs.optional(),
+    clientSession: clientSession.optional(),
+    forwardClientCert: z.boolean().optional(),
+  };
+}
 
 /** Application-level retries: a budget and an optional backoff between attempts. */
-export const retries = z.strictObject({
+export const retries = lazySchema(() => z.strictObject({
   budget: retryBudget.prefault({}),
   backoff: backoff.optional(),
-});
+}));
 
 /** Service parameters common to every protocol; protocols add theirs (see {@link servicePolicy}). */
-export const serviceParamsShape = {
-  retries: retries.optional(),
-  totalTimeoutMs: durationMs.optional(),
-  responseClassifier: kindSlot('responseClassifier').optional(),
-};
+export function serviceParamsShape() {
+  return {
+    retries: retries.optional(),
+    totalTimeoutMs: durationMs.optional(),
+    responseClassifier: kindSlot('responseClassifier').optional(),
+  };
+}
 
 /**
  * The parameters a client gets when no config sets them (the bottom layer under every policy).
@@ -137,12 +142,12 @@ export function policy<P extends z.core.$ZodLooseShape>(params: P) {
 
 /** A router's `client` policy: the common client parameters plus a protocol's `extra` ones. */
 export function clientPolicy<P extends z.core.$ZodLooseShape = Record<never, never>>(extra?: P) {
-  return policy({ ...clientParamsShape, ...(extra as P) });
+  return policy({ ...clientParamsShape(), ...(extra as P) });
 }
 
 /** A router's `service` policy: the common service parameters plus a protocol's `extra` ones. */
 export function servicePolicy<P extends z.core.$ZodLooseShape = Record<never, never>>(extra?: P) {
-  return policy({ ...serviceParamsShape, ...(extra as P) });
+  return policy({ ...serviceParamsShape(), ...(extra as P) });
 }
 
 /** A validated client policy with the common parameters. */

@@ -21,6 +21,7 @@ import {
   type KindConfig,
 } from './schema.js';
 import { serverTls } from './tls.js';
+import { lazySchema } from './lazy-schema.js';
 
 // The proxy's config file: the superset of the spec's three config versions (see its Versioning
 // section). Routers, namers and telemeters are validated by the schemas their plugins register.
@@ -30,13 +31,13 @@ import { serverTls } from './tls.js';
  * enabled and its path matches no blacklist entry, or its category is disabled and its path
  * matches a whitelist entry. Entries are JavaScript regular expressions.
  */
-export const adminSecurity = z.strictObject({
+export const adminSecurity = lazySchema(() => z.strictObject({
   uiEnabled: z.boolean().default(true),
   controlEnabled: z.boolean().default(true),
   diagnosticsEnabled: z.boolean().default(true),
   pathWhitelist: z.array(regexText).default([]),
   pathBlacklist: z.array(regexText).default([]),
-});
+}));
 
 /**
  * An admin interface listening on `defaultPort` unless configured (the proxy's is 9990; the
@@ -59,17 +60,17 @@ export function adminConfigSchema(defaultPort: number) {
  * The proxy's admin interface (default port 9990). `allowProxiedAccess`: whether the routers may
  * send requests to it (a dtab naming the admin's address); refused by default.
  */
-export const adminConfig = adminConfigSchema(9990).extend({ allowProxiedAccess: z.boolean().default(false) });
+export const adminConfig = lazySchema(() => adminConfigSchema(9990).extend({ allowProxiedAccess: z.boolean().default(false) }));
 
 /**
  * Usage reporting. Reports are sent (hourly) only when `enabled` and an `endpoint` is set: prx does
  * not phone home by default.
  */
-export const usageConfig = z.strictObject({
+export const usageConfig = lazySchema(() => z.strictObject({
   orgId: z.string().optional(),
   enabled: z.boolean().default(true),
   endpoint: httpUrl.optional(),
-});
+}));
 
 /**
  * Keys of every `namer` kind: a plugin spreads them,
@@ -83,16 +84,16 @@ export function namerShape<K extends string>(kind: K) {
 /** A validated namer: its kind's config, with `prefix` filled in. */
 export type NamerConfig = KindConfig & { readonly prefix: string };
 
-const namerSlot = kindSlot('namer').transform((namer): NamerConfig => {
+const namerSlot = lazySchema(() => kindSlot('namer').transform((namer): NamerConfig => {
   const { kind, prefix, ...rest } = namer;
   return { kind, prefix: typeof prefix === 'string' ? prefix : `/${kind}`, ...rest };
-});
+}));
 
 /** The `namers` list (default empty); each namer's `prefix` is filled in. */
-export const namerList = z.array(namerSlot).default([]);
+export const namerList = lazySchema(() => z.array(namerSlot).default([]));
 
 /** The `telemetry` list (default empty). */
-export const telemeterList = z.array(kindSlot('telemeter')).default([]);
+export const telemeterList = lazySchema(() => z.array(kindSlot('telemeter')).default([]));
 
 /** The most worker processes a config may ask for. */
 export const MAX_WORKERS = 256;
@@ -103,11 +104,11 @@ const WORKERS_MESSAGE = `expected a number of workers from 1 to ${MAX_WORKERS}, 
  * `workers` (prx's addition, not in the spec): how many processes serve the routers. 1 is one
  * process, as without the key; `auto` is one per core that `os.availableParallelism()` reports.
  */
-export const workersConfig = z
+export const workersConfig = lazySchema(() => z
   .custom<number | 'auto'>((v) => v === 'auto' || (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= MAX_WORKERS), {
     error: WORKERS_MESSAGE,
   })
-  .default(1);
+  .default(1));
 
 /** The number of worker processes a config asks for (`auto` resolved on this host). */
 export function workerCount(cfg: { readonly workers: number | 'auto' }): number {
@@ -118,14 +119,14 @@ export function workerCount(cfg: { readonly workers: number | 'auto' }): number 
  * The whole proxy config. Routers are typed by their common keys: every protocol's router schema
  * is built from `routerBaseShape`, so its output has them.
  */
-export const proxyConfigSchema = z.strictObject({
+export const proxyConfigSchema = lazySchema(() => z.strictObject({
   admin: adminConfig.prefault({}),
   routers: z.array(protocolSlot() as z.ZodType<RouterConfig>).min(1, { error: 'must list at least one router' }),
   namers: namerList,
   telemetry: telemeterList,
   usage: usageConfig.prefault({}),
   workers: workersConfig,
-});
+}));
 
 /** A validated proxy config: every default filled in, deep-frozen. */
 export type ProxyConfig = DeepReadonly<z.output<typeof proxyConfigSchema>>;

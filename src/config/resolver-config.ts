@@ -14,6 +14,7 @@ import {
 import { LOOPBACK } from './router.js';
 import { durationMs, ip, kindShape, kindSlot, port, type KindConfig } from './schema.js';
 import { serverTls } from './tls.js';
+import { lazySchema } from './lazy-schema.js';
 
 // The resolver service's config file (spec: resolver, "Configuration file"): admin, interfaces,
 // storage, namers and telemetry. Interfaces and storage are plugin kinds (families `iface` and
@@ -33,7 +34,7 @@ function nodeSupportsReusePort(version: string = process.versions.node): boolean
  * whose pending output has not drained in that time (a stalled watch client). `reuseAddr` is
  * always on for Node listeners, so `false` is refused; `reusePort` needs Node.js 22.12 or newer.
  */
-export const socketOptions = z
+export const socketOptions = lazySchema(() => z
   .strictObject({
     noDelay: z.boolean().default(true),
     reuseAddr: z.boolean().default(true),
@@ -51,7 +52,7 @@ export const socketOptions = z
     if (opts.reusePort && !nodeSupportsReusePort()) {
       addIssue(ctx, ['reusePort'], `needs Node.js 22.12 or newer (this is ${process.version})`, { value: true });
     }
-  });
+  }));
 
 /** A validated socket-options object. */
 export type SocketOptionsConfig = z.output<typeof socketOptions>;
@@ -60,9 +61,9 @@ export type SocketOptionsConfig = z.output<typeof socketOptions>;
  * The resolver's admin interface: the proxy's admin options (port 9990, loopback) with
  * `socketOptions`, and without the proxy-only `httpIdentifierPort`.
  */
-export const resolverAdminConfig = adminConfigSchema(9990)
+export const resolverAdminConfig = lazySchema(() => adminConfigSchema(9990)
   .omit({ httpIdentifierPort: true })
-  .extend({ socketOptions: socketOptions.optional() });
+  .extend({ socketOptions: socketOptions.optional() }));
 
 /**
  * Keys of every interface kind: a plugin spreads them,
@@ -82,16 +83,16 @@ export function interfaceShape<K extends string>(kind: K, defaultPort: number) {
 /** A validated interface object: its kind's config, whose schema spread {@link interfaceShape}. */
 export type InterfaceConfig = KindConfig & { readonly ip: string; readonly port: number };
 
-const interfaceSlot = kindSlot('iface') as z.ZodType<InterfaceConfig>;
+const interfaceSlot = lazySchema(() => kindSlot('iface')) as z.ZodType<InterfaceConfig>;
 
 /** The whole resolver config. */
-export const resolverConfigSchema = z.strictObject({
+export const resolverConfigSchema = lazySchema(() => z.strictObject({
   admin: resolverAdminConfig.prefault({}),
   interfaces: z.array(interfaceSlot).min(1, { error: 'must list at least one interface' }),
   storage: kindSlot('storage'),
   namers: namerList,
   telemetry: telemeterList,
-});
+}));
 
 /** A validated resolver config: every default filled in, deep-frozen. */
 export type ResolverConfig = DeepReadonly<z.output<typeof resolverConfigSchema>>;

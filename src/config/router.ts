@@ -13,12 +13,13 @@ import {
   positiveInt,
 } from './schema.js';
 import { serverTls } from './tls.js';
+import { lazySchema } from './lazy-schema.js';
 
 // Builders for router and server schemas. A protocol module composes its own:
 //
 //   const httpServer = z.strictObject({ ...serverShape({ defaultPort: 4140 }), addForwardedHeader: … });
 //   const httpRouter = z.strictObject({
-//     ...routerBaseShape,
+//     ...routerBaseShape(),
 //     protocol: z.literal('http'),
 //     servers: serverList(httpServer),
 //     client: clientPolicy({ engine: … }),
@@ -46,11 +47,8 @@ export function serverShape(opts: { readonly defaultPort?: number } = {}) {
   };
 }
 
-/** Keys of every server object, with `port` required. */
-export const serverBaseShape = serverShape();
-
 /** The schema of a server with only the common keys. */
-export const serverBaseSchema = z.strictObject(serverBaseShape);
+export const serverBaseSchema = lazySchema(() => z.strictObject(serverShape()));
 
 /** A router's `servers`: a non-empty list of `server` objects. */
 export function serverList<S extends z.ZodType>(server: S) {
@@ -58,13 +56,13 @@ export function serverList<S extends z.ZodType>(server: S) {
 }
 
 /** A router's binding caches; see the spec's `bindingCache`. */
-export const bindingCache = z.strictObject({
+export const bindingCache = lazySchema(() => z.strictObject({
   paths: positiveInt.default(1000),
   trees: positiveInt.default(1000),
   bounds: positiveInt.default(1000),
   clients: positiveInt.default(1000),
   idleTtlSecs: durationSecs.default(600),
-});
+}));
 
 /**
  * Keys of every `interpreter` kind: a plugin spreads them,
@@ -80,24 +78,26 @@ export function interpreterShape<K extends string>(kind: K) {
  * server list, `client`/`service` with policies carrying its extra parameters, and adds its own
  * router keys. `label` defaults to the protocol (filled in by the protocol slot).
  */
-export const routerBaseShape = {
-  protocol: z.string(),
-  label: metricName.optional(),
-  experimental: z.boolean().default(false),
-  servers: serverList(serverBaseSchema),
-  announcers: z.array(kindSlot('announcer')).default([]),
-  dtab: dtabText.default(''),
-  bindingTimeoutMs: durationMs.default(10000),
-  bindingCache: bindingCache.prefault({}),
-  client: clientPolicy(),
-  service: servicePolicy(),
-  dstPrefix: pathText.default('/svc'),
-  originator: z.boolean().default(false),
-  interpreter: kindSlot('interpreter', { default: { kind: 'default' } }),
-};
+export function routerBaseShape() {
+  return {
+    protocol: z.string(),
+    label: metricName.optional(),
+    experimental: z.boolean().default(false),
+    servers: serverList(serverBaseSchema),
+    announcers: z.array(kindSlot('announcer')).default([]),
+    dtab: dtabText.default(''),
+    bindingTimeoutMs: durationMs.default(10000),
+    bindingCache: bindingCache.prefault({}),
+    client: clientPolicy(),
+    service: servicePolicy(),
+    dstPrefix: pathText.default('/svc'),
+    originator: z.boolean().default(false),
+    interpreter: kindSlot('interpreter', { default: { kind: 'default' } }),
+  };
+}
 
 /** The schema of a router with only the common keys (protocol modules build richer ones). */
-export const routerBaseSchema = z.strictObject(routerBaseShape);
+export const routerBaseSchema = lazySchema(() => z.strictObject(routerBaseShape()));
 
 /** The common keys of a validated router, as every protocol's router schema produces them. */
 export type RouterConfig = Omit<z.output<typeof routerBaseSchema>, 'label'> & {

@@ -5,6 +5,7 @@ import { readDtab, readPath } from '../naming/index.js';
 import { ConfigErrorCode } from './errors.js';
 import { addIssue, missingKey, parseNested } from './issues.js';
 import { kindsOf, lookupKind, type Family } from './registry.js';
+import { lazySchema } from './lazy-schema.js';
 
 // Scalar schemas shared by every config module. Each carries its own operator message; the
 // messages leave a missing key to the shared error map ("required key is missing").
@@ -27,7 +28,7 @@ export function numberInRange(min: number, max: number): z.ZodNumber {
 }
 
 /** A TCP port, 1–65535. */
-export const port = intInRange(1, 65535);
+export const port = lazySchema(() => intInRange(1, 65535));
 
 /** An integer ≥ `min`; every failure reads `expected <what>`. */
 function intAtLeast(min: number, what: string): z.ZodInt {
@@ -36,25 +37,25 @@ function intAtLeast(min: number, what: string): z.ZodInt {
 }
 
 /** A count or size: an integer ≥ 0. */
-export const nonNegativeInt = intAtLeast(0, 'a non-negative integer');
+export const nonNegativeInt = lazySchema(() => intAtLeast(0, 'a non-negative integer'));
 
 /** An integer ≥ 1. */
-export const positiveInt = intAtLeast(1, 'a positive integer');
+export const positiveInt = lazySchema(() => intAtLeast(1, 'a positive integer'));
 
 /** A duration in milliseconds (keys ending in `Ms`): an integer ≥ 0. */
-export const durationMs = intAtLeast(0, 'a duration in milliseconds (an integer ≥ 0)');
+export const durationMs = lazySchema(() => intAtLeast(0, 'a duration in milliseconds (an integer ≥ 0)'));
 
 /** A duration in seconds (keys ending in `Secs`/`Seconds`): an integer ≥ 0. */
-export const durationSecs = intAtLeast(0, 'a duration in seconds (an integer ≥ 0)');
+export const durationSecs = lazySchema(() => intAtLeast(0, 'a duration in seconds (an integer ≥ 0)'));
 
 /** A size in kilobytes (keys ending in `KB`): an integer ≥ 0. */
-export const kilobytes = intAtLeast(0, 'a size in kilobytes (an integer ≥ 0)');
+export const kilobytes = lazySchema(() => intAtLeast(0, 'a size in kilobytes (an integer ≥ 0)'));
 
 /** A fraction, 0–1 inclusive (sample rates, `percentCanRetry`). */
-export const fraction = numberInRange(0, 1);
+export const fraction = lazySchema(() => numberInRange(0, 1));
 
 /** A string with at least one character. */
-export const nonEmptyString = z.string().min(1);
+export const nonEmptyString = lazySchema(() => z.string().min(1));
 
 /** The longest name that becomes part of metric names and admin paths (a router label, a prefix). */
 export const MAX_NAME_CHARS = 128;
@@ -66,16 +67,16 @@ const METRIC_NAME = /^[A-Za-z0-9_.-]+$/;
  * 1–128 characters from `A–Z a–z 0–9 _ . -`, so that every exporter (JSON keys, Prometheus labels,
  * statsd names split on `:` and `|`) carries it unchanged.
  */
-export const metricName = z.string().superRefine((text, ctx) => {
+export const metricName = lazySchema(() => z.string().superRefine((text, ctx) => {
   if (text.length === 0 || text.length > MAX_NAME_CHARS || !METRIC_NAME.test(text)) {
     addIssue(ctx, [], `must be 1 to ${MAX_NAME_CHARS} characters from A-Z, a-z, 0-9, "_", "." and "-" (it names metrics and admin pages)`, {
       value: text,
     });
   }
-});
+}));
 
 /** A short identifier shown in admin paths (a resolver namespace): 1–128 characters. */
-export const shortName = z.string().min(1).max(MAX_NAME_CHARS);
+export const shortName = lazySchema(() => z.string().min(1).max(MAX_NAME_CHARS));
 
 /** A file-system path (certificates, dtab files): a non-empty string, not checked for existence. */
 export const filePath = nonEmptyString;
@@ -89,27 +90,27 @@ export function isIpOrHostname(text: string): boolean {
 }
 
 /** A listen or connect address: an IPv4/IPv6 literal or a host name. */
-export const ip = z.string().refine(isIpOrHostname, {
+export const ip = lazySchema(() => z.string().refine(isIpOrHostname, {
   error: unlessMissing('expected an IP address or host name'),
   params: { showValue: true },
-});
+}));
 
 /**
  * A path in the naming grammar (`/svc/users`), normalized to its canonical form. The error is the
  * parser's, which marks the offending character: `'/' expected but 'i' found at '[i]nvalid'`.
  */
-export const pathText = z.string().transform((text, ctx) => {
+export const pathText = lazySchema(() => z.string().transform((text, ctx) => {
   try {
     return readPath(text).show;
   } catch (e) {
     addIssue(ctx, [], `invalid path: ${errorMessage(e)}`);
     return z.NEVER;
   }
-});
+}));
 
 /** A delegation table in text form, normalized to its canonical form (`/a=>/b;/c=>/d`). */
 // Its size is bounded like any config string (config/bounds.ts) and like every dtab (naming/limits.ts).
-export const dtabText = z.string().transform((text, ctx) => {
+export const dtabText = lazySchema(() => z.string().transform((text, ctx) => {
   try {
     // A config dtab is often a YAML block of many lines: errors name the line and column.
     return readDtab(text, { located: true }).show;
@@ -117,7 +118,7 @@ export const dtabText = z.string().transform((text, ctx) => {
     addIssue(ctx, [], `invalid dtab: ${errorMessage(e)}`);
     return z.NEVER;
   }
-});
+}));
 
 // A prefix-pattern segment: `*`, or literal text mixed with `{name}` capture variables.
 const PATTERN_SEGMENT = /^(?:\*|(?:[^\s{}/*]+|\{[A-Za-z_][\w.-]*\})+)$/;
@@ -126,7 +127,7 @@ const PATTERN_SEGMENT = /^(?:\*|(?:[^\s{}/*]+|\{[A-Za-z_][\w.-]*\})+)$/;
  * A path prefix pattern of static client/service configs: `/#/io.prx.fs/*` or `/svc/{service}`.
  * Segments are `*` (any one segment) or text with `{name}` captures that parameters may reference.
  */
-export const pathPattern = z.string().superRefine((text, ctx) => {
+export const pathPattern = lazySchema(() => z.string().superRefine((text, ctx) => {
   if (!text.startsWith('/')) {
     addIssue(ctx, [], 'invalid prefix pattern: must start with "/"', { value: text });
     return;
@@ -142,10 +143,10 @@ export const pathPattern = z.string().superRefine((text, ctx) => {
       { value: text },
     );
   }
-});
+}));
 
 /** A regular expression (JavaScript syntax); it must compile. */
-export const regexText = z.string().superRefine((text, ctx) => {
+export const regexText = lazySchema(() => z.string().superRefine((text, ctx) => {
   try {
     new RegExp(text);
   } catch (e) {
@@ -153,15 +154,15 @@ export const regexText = z.string().superRefine((text, ctx) => {
     const reason = errorMessage(e).replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
     addIssue(ctx, [], `invalid regular expression: ${reason}`, { value: text });
   }
-});
+}));
 
 /** An absolute http(s) URL. */
-export const httpUrl = z.string().superRefine((text, ctx) => {
+export const httpUrl = lazySchema(() => z.string().superRefine((text, ctx) => {
   const scheme = URL.canParse(text) ? new URL(text).protocol : undefined;
   if (scheme !== 'http:' && scheme !== 'https:') {
     addIssue(ctx, [], 'expected an http or https URL', { value: text });
   }
-});
+}));
 
 const DATA_UNITS: Readonly<Record<string, number>> = {
   byte: 1,
@@ -188,7 +189,7 @@ const DATA_SIZE_MESSAGE = 'expected a data size such as 512.kilobytes, 3.megabyt
  * petabyte (singular or plural; 1 kilobyte = 1024 bytes), or a plain integer number of bytes (the
  * form the effective config prints, so it re-validates).
  */
-export const dataSize = z.unknown().transform((value, ctx) => {
+export const dataSize = lazySchema(() => z.unknown().transform((value, ctx) => {
   if (value === undefined) return missingKey(ctx);
   let bytes: number | undefined;
   if (typeof value === 'number') bytes = Number.isSafeInteger(value) && value >= 0 ? value : undefined;
@@ -198,7 +199,7 @@ export const dataSize = z.unknown().transform((value, ctx) => {
     return z.NEVER;
   }
   return bytes;
-});
+}));
 
 /**
  * A list that may also be written as a single element (`identifier: {kind: …}` or a list of

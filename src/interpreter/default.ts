@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { interpreterShape } from '../config/index.js';
+import { interpreterShape, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import { ConfiguredNamersInterpreter, type NameInterpreter } from '../naming/index.js';
 import type { InterpreterContext } from './context.js';
@@ -14,7 +14,7 @@ export type { InterpreterContext } from './context.js';
  * built-in system namer (`/$/inet/…`, `/$/nil`, `/$/fail`), then through the router's
  * `transformers`, in order.
  */
-export const defaultInterpreterSchema = z.strictObject({ ...interpreterShape('default') });
+export const defaultInterpreterSchema = lazySchema(() => z.strictObject({ ...interpreterShape('default') }));
 
 registerKind({
   family: 'interpreter',

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, filePath, interpreterShape } from '../config/index.js';
+import { addIssue, filePath, interpreterShape, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Activity, Dtab, MountedNamer, NameInterpreter, Namer } from '../naming/index.js';
 import type { Logger } from '../core/log.js';
@@ -22,7 +22,7 @@ import './transformers/index.js';
  *   dtabFile: /etc/prx/dtab
  * ```
  */
-export const fsInterpreterSchema = z.strictObject({
+export const fsInterpreterSchema = lazySchema(() => z.strictObject({
   ...interpreterShape('io.prx.fs'),
   dtabFile: filePath.superRefine((file, ctx) => {
     let isFile = false;
@@ -33,7 +33,7 @@ export const fsInterpreterSchema = z.strictObject({
     }
     if (!isFile) addIssue(ctx, [], 'file does not exist', { value: file });
   }),
-});
+}));
 export type FsInterpreterConfig = z.output<typeof fsInterpreterSchema>;
 
 export class FsDtabInterpreter extends LiveDtabInterpreter<DtabFileStatus> {

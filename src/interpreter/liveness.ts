@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { numberInRange, positiveInt } from '../config/index.js';
+import { numberInRange, positiveInt, lazySchema } from '../config/index.js';
 
 /**
  * `failureThreshold`: the liveness check of a proxy's link to the resolver (`io.prx.resolver`,
@@ -11,10 +11,10 @@ import { numberInRange, positiveInt } from '../config/index.js';
  * session busy); the mesh and HTTP links accept them for Linkerd compatibility and judge by
  * `closeTimeoutMs` alone.
  */
-export const failureThresholdSchema = z.strictObject({
+export const failureThresholdSchema = lazySchema(() => z.strictObject({
   minPeriodMs: positiveInt.default(5000),
   threshold: numberInRange(0, Number.MAX_SAFE_INTEGER).default(2),
   windowSize: positiveInt.default(100),
   closeTimeoutMs: positiveInt.default(4000),
-});
+}));
 export type FailureThresholdConfig = z.output<typeof failureThresholdSchema>;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, interpreterShape, pathText } from '../config/index.js';
+import { addIssue, interpreterShape, pathText, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
 import { type Addr, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, type Path, readPath, showTree } from '../naming/index.js';
@@ -20,7 +20,7 @@ import './transformers/index.js';
 export { failureThresholdSchema, type FailureThresholdConfig } from './liveness.js';
 
 /** A root such as `/default`: exactly one segment, the namespace. */
-const rootPath = pathText.superRefine((text, ctx) => {
+const rootPath = lazySchema(() => pathText.superRefine((text, ctx) => {
   let size: number;
   try {
     size = readPath(text).size;
@@ -28,7 +28,7 @@ const rootPath = pathText.superRefine((text, ctx) => {
     return; // pathText reported it
   }
   if (size !== 1) addIssue(ctx, [], 'must be a path of exactly one segment (the namespace), e.g. /default', { value: text });
-});
+}));
 
 /**
  * `io.prx.mesh`: names are bound by the resolver over its gRPC mesh interface (Linkerd's
@@ -47,14 +47,14 @@ const rootPath = pathText.superRefine((text, ctx) => {
  * Unlike Linkerd, the liveness check is always on (with the defaults above when
  * `failureThreshold` is absent): a watch that stalls silently is the failure this link exists to avoid.
  */
-export const meshInterpreterSchema = z.strictObject({
+export const meshInterpreterSchema = lazySchema(() => z.strictObject({
   ...interpreterShape('io.prx.mesh'),
   dst: pathText,
   root: rootPath.default('/default'),
   retry: resolverRetrySchema.prefault({}),
   tls: resolverClientTlsSchema.optional(),
   failureThreshold: failureThresholdSchema.prefault({}),
-});
+}));
 export type MeshInterpreterConfig = z.output<typeof meshInterpreterSchema>;
 
 /** Tuning outside the config (tests use it). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { interpreterShape, nonEmptyString, port as portNumber, shortName } from '../config/index.js';
+import { interpreterShape, nonEmptyString, port as portNumber, shortName, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
@@ -36,14 +36,14 @@ import './transformers/index.js';
  * `/<router>/interpreter_state/io.prx.orch.configMap.json`. Until the first answer of the API,
  * bindings wait (the router's binding timeout applies).
  */
-export const orchConfigMapInterpreterSchema = z.strictObject({
+export const orchConfigMapInterpreterSchema = lazySchema(() => z.strictObject({
   ...interpreterShape('io.prx.orch.configMap'),
   name: nonEmptyString,
   filename: nonEmptyString,
   host: nonEmptyString.optional(),
   port: portNumber.default(DEFAULT_ORCH_API_PORT),
   namespace: shortName.default('default'),
-});
+}));
 export type OrchConfigMapInterpreterConfig = z.output<typeof orchConfigMapInterpreterSchema>;
 
 /** Tuning outside the config (tests use it). */

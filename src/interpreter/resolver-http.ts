@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, filePath, interpreterShape, nonEmptyString, pathText, positiveInt, shortName } from '../config/index.js';
+import { addIssue, filePath, interpreterShape, nonEmptyString, pathText, positiveInt, shortName, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
 import { type Addr, AddrPending, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, Path, Var, addrFailed, readPath } from '../naming/index.js';
@@ -15,7 +15,7 @@ import { buildTransformers, withTransformers } from './transformer.js';
 import './transformers/index.js';
 
 /** A file that must exist when the config is read. */
-const existingFile = filePath.superRefine((file, ctx) => {
+const existingFile = lazySchema(() => filePath.superRefine((file, ctx) => {
   let isFile = false;
   try {
     isFile = statSync(file).isFile();
@@ -23,18 +23,18 @@ const existingFile = filePath.superRefine((file, ctx) => {
     // Reported below.
   }
   if (!isFile) addIssue(ctx, [], 'file does not exist', { value: file });
-});
+}));
 
 /** Reconnection delays: jittered exponential from `baseSeconds`, capped at `maxSeconds`. */
-export const resolverRetrySchema = z
+export const resolverRetrySchema = lazySchema(() => z
   .strictObject({ baseSeconds: positiveInt.default(5), maxSeconds: positiveInt.default(600) })
   .superRefine((r, ctx) => {
     if (r.maxSeconds < r.baseSeconds) addIssue(ctx, ['maxSeconds'], `must be at least baseSeconds (${r.baseSeconds})`, { value: r.maxSeconds });
-  });
+  }));
 export type ResolverRetryConfig = z.output<typeof resolverRetrySchema>;
 
 /** TLS to the resolver: the name its certificate must carry, and the CA to trust (default: the system's). */
-export const resolverClientTlsSchema = z.strictObject({ commonName: nonEmptyString, caCert: existingFile.optional() });
+export const resolverClientTlsSchema = lazySchema(() => z.strictObject({ commonName: nonEmptyString, caCert: existingFile.optional() }));
 
 /**
  * `io.prx.resolver.http` (experimental): names are bound by the resolver service over its HTTP
@@ -55,14 +55,14 @@ export const resolverClientTlsSchema = z.strictObject({ commonName: nonEmptyStri
  * The liveness check is always on, as on `io.prx.mesh`: each watch asks the resolver for a
  * heartbeat every `minPeriodMs`, and one silent for `closeTimeoutMs` past that is reopened.
  */
-export const resolverHttpInterpreterSchema = z.strictObject({
+export const resolverHttpInterpreterSchema = lazySchema(() => z.strictObject({
   ...interpreterShape('io.prx.resolver.http'),
   dst: pathText,
   namespace: shortName.default('default'),
   retry: resolverRetrySchema.prefault({}),
   tls: resolverClientTlsSchema.optional(),
   failureThreshold: failureThresholdSchema.prefault({}),
-});
+}));
 export type ResolverHttpConfig = z.output<typeof resolverHttpInterpreterSchema>;
 
 /** The reconnection delays of `retry` (Linkerd: `Backoff.exponentialJittered(base, max)`). */

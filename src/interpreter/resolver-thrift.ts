@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { interpreterShape, pathText, shortName } from '../config/index.js';
+import { interpreterShape, pathText, shortName, lazySchema } from '../config/index.js';
 import { registerKind } from '../config/registry.js';
 import type { Logger } from '../core/log.js';
 import { type Addr, type Address, BoundName, type Dtab, type NameInterpreter, type NameTree, type Namer, type Path, readPath, showTree } from '../naming/index.js';
@@ -35,14 +35,14 @@ import './transformers/index.js';
  * Unlike Linkerd, the liveness check is on by default (the defaults above): a long poll that
  * stalls silently behind a dead link is the failure this link exists to avoid.
  */
-export const resolverThriftInterpreterSchema = z.strictObject({
+export const resolverThriftInterpreterSchema = lazySchema(() => z.strictObject({
   ...interpreterShape('io.prx.resolver'),
   dst: pathText,
   namespace: shortName.default('default'),
   retry: resolverRetrySchema.prefault({}),
   tls: resolverClientTlsSchema.optional(),
   failureThreshold: failureThresholdSchema.prefault({}),
-});
+}));
 export type ResolverThriftConfig = z.output<typeof resolverThriftInterpreterSchema>;
 
 /** Tuning outside the config (tests use it). */

@@ -6,7 +6,7 @@ import {
   addrEquals, addrFailed, address, leaf, type Name, type NameTree,
 } from '../naming/index.js';
 import { type FsSnapshot, watchDirectory } from './fs-snapshot.js';
-import { addIssue, namerShape } from '../config/index.js';
+import { addIssue, namerShape, lazySchema } from '../config/index.js';
 import { type EnumeratingNamer, type RunningNamer, defineNamer, sameLookup } from './namer-kind.js';
 
 /**
@@ -17,14 +17,14 @@ import { type EnumeratingNamer, type RunningNamer, defineNamer, sameLookup } fro
  * last sound addresses until it settles. A missing file is Neg; a malformed line fails the name's
  * address with the line in the message.
  */
-export const fsNamerSchema = z.strictObject({
+export const fsNamerSchema = lazySchema(() => z.strictObject({
   ...namerShape('io.prx.fs'),
   rootDir: z.string().min(1).superRefine((dir, ctx) => {
     if (!existsSync(dir) || !statSync(dir).isDirectory()) {
       addIssue(ctx, [], 'directory does not exist', { value: dir });
     }
   }),
-});
+}));
 export type FsNamerConfig = z.output<typeof fsNamerSchema>;
 
 export class FsNamer implements EnumeratingNamer, RunningNamer {

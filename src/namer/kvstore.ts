@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { durationMs, ip, loadTlsMaterial, namerShape, namerTlsSchema, nonEmptyString, port } from '../config/index.js';
+import { durationMs, ip, loadTlsMaterial, namerShape, namerTlsSchema, nonEmptyString, port, lazySchema } from '../config/index.js';
 import { errorMessage } from '../core/errors.js';
 import { AUTHORITY_META_KEY } from '../protocol/http/headers/host-rewrite.js';
 import type { Logger } from '../core/log.js';
@@ -34,7 +34,7 @@ import { type RunningNamer, defineNamer, sameLookup } from './namer-kind.js';
  *   weights: [{tag: canary, weight: 0.1}]
  * ```
  */
-export const kvstoreNamerSchema = z.strictObject({
+export const kvstoreNamerSchema = lazySchema(() => z.strictObject({
   ...namerShape('io.prx.kvstore'),
   host: ip.default('localhost'),
   port: port.default(8500),
@@ -57,7 +57,7 @@ export const kvstoreNamerSchema = z.strictObject({
   tls: namerTlsSchema.optional(),
   /** How long one blocking query waits for a change (Consul's `wait`; Consul caps it at 10 minutes). */
   blockingWaitMs: durationMs.default(300_000),
-});
+}));
 export type KvstoreNamerConfig = z.output<typeof kvstoreNamerSchema>;
 
 /** Knobs outside the config (tests shorten them). */

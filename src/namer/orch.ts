@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addIssue, durationMs, ip, namerShape, nonEmptyString, port } from '../config/index.js';
+import { addIssue, durationMs, ip, namerShape, nonEmptyString, port, lazySchema } from '../config/index.js';
 import { PrxError, errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import {
@@ -47,27 +47,29 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const PORT_NAME = /^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/;
 
-const labelKey = z.string().superRefine((key, ctx) => {
+const labelKey = lazySchema(() => z.string().superRefine((key, ctx) => {
   if (!LABEL_KEY.test(key)) addIssue(ctx, [], 'expected a label key, e.g. version or app.example.com/track', { value: key });
-});
+}));
 
-const orchApiShape = {
-  /** The API server (plain HTTP, e.g. `kubectl proxy`); unset: in-cluster when a service account is mounted, else localhost. */
-  host: ip.optional(),
-  port: port.default(8001),
-  labelSelector: labelKey.optional(),
-  /** How long the watches of a name nobody looks up any more stay open. */
-  idleTtlMs: durationMs.default(60_000),
-};
+function orchApiShape() {
+  return {
+    /** The API server (plain HTTP, e.g. `kubectl proxy`); unset: in-cluster when a service account is mounted, else localhost. */
+    host: ip.optional(),
+    port: port.default(8001),
+    labelSelector: labelKey.optional(),
+    /** How long the watches of a name nobody looks up any more stay open. */
+    idleTtlMs: durationMs.default(60_000),
+  };
+}
 
-export const orchNamerSchema = z.strictObject({ ...namerShape('io.prx.orch'), ...orchApiShape });
-export const orchNsNamerSchema = z.strictObject({
+export const orchNamerSchema = lazySchema(() => z.strictObject({ ...namerShape('io.prx.orch'), ...orchApiShape() }));
+export const orchNsNamerSchema = lazySchema(() => z.strictObject({
   ...namerShape('io.prx.orch.ns'),
-  ...orchApiShape,
+  ...orchApiShape(),
   /** The environment variable that holds the namespace (set from the pod's metadata.namespace). */
   envVar: nonEmptyString.default('POD_NAMESPACE'),
-});
-export const orchExternalNamerSchema = z.strictObject({ ...namerShape('io.prx.orch.external'), ...orchApiShape });
+}));
+export const orchExternalNamerSchema = lazySchema(() => z.strictObject({ ...namerShape('io.prx.orch.external'), ...orchApiShape() }));
 
 /** What the three kinds share. */
 export interface OrchApiConfig {

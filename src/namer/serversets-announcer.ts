@@ -2,7 +2,7 @@ import type * as Zk from 'node-zookeeper-client';
 import { type ZkCallback, ZkTimeoutError, zkAddrsSchema, zkCall, zkCodeOf as codeOf, zkConnectString } from './zk-call.js';
 import { type ZkModule, ZkSession } from './zk-session.js';
 import { z } from 'zod';
-import { pathText, positiveInt } from '../config/index.js';
+import { pathText, positiveInt, lazySchema } from '../config/index.js';
 import { errorMessage, PrxError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Path } from '../naming/index.js';
@@ -41,13 +41,13 @@ import {
  *   announce: [/#/io.prx.serversets/web]
  * ```
  */
-export const serversetsAnnouncerSchema = z.strictObject({
+export const serversetsAnnouncerSchema = lazySchema(() => z.strictObject({
   ...announcerShape('io.prx.serversets', '/io.prx.serversets'),
   zkAddrs: zkAddrsSchema,
   pathPrefix: pathText.default('/discovery'),
   /** Finagle's default ZooKeeper session timeout. */
   sessionTimeoutMs: positiveInt.default(10_000),
-});
+}));
 export type ServersetsAnnouncerConfig = z.output<typeof serversetsAnnouncerSchema>;
 
 /** An announcement attempt failed (the reason is ZooKeeper's); it is retried. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { namerShape, positiveInt } from '../config/index.js';
+import { namerShape, positiveInt, lazySchema } from '../config/index.js';
 import type { Logger } from '../core/log.js';
 import {
   Activity, type Addr, AddrNeg, AddrPending, type Address, BoundName, Neg, Pending, type Path, type State, Var, addrBound,
@@ -27,12 +27,12 @@ import { ZkWatcher } from './zk-watch.js';
  *   zkAddrs: [{host: zk-1, port: 2181}]
  * ```
  */
-export const serversetsNamerSchema = z.strictObject({
+export const serversetsNamerSchema = lazySchema(() => z.strictObject({
   ...namerShape('io.prx.serversets'),
   zkAddrs: zkAddrsSchema,
   /** Finagle's default ZooKeeper session timeout. */
   sessionTimeoutMs: positiveInt.default(10_000),
-});
+}));
 export type ServersetsNamerConfig = z.output<typeof serversetsNamerSchema>;
 
 /** Knobs outside the config (tests shorten them). */

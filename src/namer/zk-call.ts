@@ -1,6 +1,6 @@
 import type * as Zk from 'node-zookeeper-client';
 import { z } from 'zod';
-import { ip, port } from '../config/index.js';
+import { ip, port, lazySchema } from '../config/index.js';
 
 /** A ZooKeeper request that got no answer in time (the session may still be alive). */
 export class ZkTimeoutError extends Error {}
@@ -31,9 +31,9 @@ export function zkCall<T>(timeoutMs: number, what: string, start: (cb: ZkCallbac
 }
 
 /** A ZooKeeper ensemble as the serversets announcer and namer take it: `[{host, port}]`, port 2181 by default. */
-export const zkAddrsSchema = z
+export const zkAddrsSchema = lazySchema(() => z
   .array(z.strictObject({ host: ip, port: port.default(2181) }))
-  .min(1, { error: 'expected at least one address' });
+  .min(1, { error: 'expected at least one address' }));
 
 /** The client's connect string, `host:port,host:port`. */
 export function zkConnectString(addrs: readonly { readonly host: string; readonly port: number }[]): string {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { filePath, kindShape, nonEmptyString, pathPattern, registerKind } from '../config/index.js';
+import { filePath, kindShape, nonEmptyString, pathPattern, registerKind, lazySchema } from '../config/index.js';
 
 // Client TLS kinds (family `clientTls`). Their factories return the validated config: the client
 // that connects turns it into socket options for the id it serves (see tls-settings.ts).
@@ -8,7 +8,7 @@ import { filePath, kindShape, nonEmptyString, pathPattern, registerKind } from '
 export const noValidationTls = registerKind({
   family: 'clientTls',
   kind: 'io.prx.noValidation',
-  schema: z.strictObject({ ...kindShape('io.prx.noValidation') }),
+  schema: lazySchema(() => z.strictObject({ ...kindShape('io.prx.noValidation') })),
   create: (cfg) => cfg,
 });
 
@@ -19,12 +19,12 @@ export const noValidationTls = registerKind({
 export const boundPathTls = registerKind({
   family: 'clientTls',
   kind: 'io.prx.boundPath',
-  schema: z.strictObject({
+  schema: lazySchema(() => z.strictObject({
     ...kindShape('io.prx.boundPath'),
     caCertPath: filePath.optional(),
     names: z.array(z.strictObject({ prefix: pathPattern, commonNamePattern: nonEmptyString })).min(1),
     /** With `strict` (Linkerd's default) an id no prefix matches fails instead of skipping validation. */
     strict: z.boolean().default(true),
-  }),
+  })),
   create: (cfg) => cfg,
 });

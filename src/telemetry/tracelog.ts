@@ -21,7 +21,7 @@ import {
   type TraceRecord,
   type Tracer,
 } from '../service/tracing.js';
-import { fraction, kindShape } from '../config/index.js';
+import { fraction, kindShape, lazySchema } from '../config/index.js';
 import { defineTelemeter } from './telemeter.js';
 
 /** Log level names accepted by `level` (case-insensitive), mapped to pino's levels. */
@@ -41,13 +41,13 @@ type LevelName = keyof typeof LEVELS;
 const LEVEL_NAMES = Object.keys(LEVELS) as [LevelName, ...LevelName[]];
 
 /** Config of `io.prx.tracelog`, with defaults. */
-export const traceLogSchema = z.strictObject({
+export const traceLogSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.tracelog'),
   sampleRate: fraction.default(1),
   level: z
     .preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), z.enum(LEVEL_NAMES))
     .default('INFO'),
-});
+}));
 
 /** A validated `io.prx.tracelog` config. */
 export type TraceLogConfig = z.infer<typeof traceLogSchema>;

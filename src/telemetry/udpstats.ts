@@ -38,18 +38,18 @@ import {
   type StatsReceiver,
 } from '../service/stats/index.js';
 import { errorMessage } from '../core/errors.js';
-import { fraction, ip, kindShape, metricName, port, positiveInt } from '../config/index.js';
+import { fraction, ip, kindShape, metricName, port, positiveInt, lazySchema } from '../config/index.js';
 import { defineTelemeter, type Telemeter, type TelemeterContext } from './telemeter.js';
 
 /** Config of `io.prx.udpstats`, with defaults. */
-export const udpStatsSchema = z.strictObject({
+export const udpStatsSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.udpstats'),
   prefix: metricName.default('prx'),
   hostname: ip.default('127.0.0.1'),
   port: port.default(8125),
   gaugeIntervalMs: positiveInt.default(10_000),
   sampleRate: fraction.default(0.01),
-});
+}));
 
 /** A validated `io.prx.udpstats` config. */
 export type UdpStatsConfig = z.infer<typeof udpStatsSchema>;

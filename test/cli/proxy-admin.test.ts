@@ -21,7 +21,7 @@ import { getJson, request } from '../admin/helpers.js';
 import { freePort, routerPort, start, withDisco, type Started } from './proxy-helpers.js';
 
 const testServer = z.strictObject({ port: intInRange(0, 65535).default(0), ip: ip.default(LOOPBACK) });
-const testRouter = z.strictObject({ ...routerBaseShape, protocol: z.literal('test'), servers: serverList(testServer) });
+const testRouter = z.strictObject({ ...routerBaseShape(), protocol: z.literal('test'), servers: serverList(testServer) });
 
 /**
  * Protocol `test`: servers that answer every request themselves (`<label> ok`), counting

@@ -29,7 +29,7 @@ export const testServer = z.strictObject({
 
 /** Router of protocol `test`: the common keys plus protocol-specific router and client keys. */
 export const testRouter = z.strictObject({
-  ...routerBaseShape,
+  ...routerBaseShape(),
   protocol: z.literal('test'),
   servers: serverList(testServer),
   client: clientPolicy({ engine: z.enum(['engine3', 'engine4']).optional() }),
@@ -42,7 +42,7 @@ registerKind({
   family: 'protocol',
   kind: 'testmux',
   experimental: true,
-  schema: z.strictObject({ ...routerBaseShape, protocol: z.literal('testmux'), servers: serverList(z.strictObject(serverShape({ defaultPort: 4998 }))) }),
+  schema: z.strictObject({ ...routerBaseShape(), protocol: z.literal('testmux'), servers: serverList(z.strictObject(serverShape({ defaultPort: 4998 }))) }),
   create: none,
 });
 registerKind({ family: 'interpreter', kind: 'default', schema: z.strictObject(interpreterShape('default')), create: none });

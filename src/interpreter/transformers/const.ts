@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pathText } from '../../config/index.js';
+import { pathText, lazySchema } from '../../config/index.js';
 import { defineTransformer, type Transformer, type TransformerContext, transformerPrefix, transformerShape } from '../transformer.js';
 import { bindThroughSystem } from './system-bind.js';
 
@@ -8,10 +8,10 @@ import { bindThroughSystem } from './system-bind.js';
  * through the `/$/` namer, with id `/%/io.prx.const` + `path`. A binding that is still pending
  * or failed stays so (Linkerd's transformer runs on bound trees only).
  */
-export const constTransformerSchema = z.strictObject({
+export const constTransformerSchema = lazySchema(() => z.strictObject({
   ...transformerShape('io.prx.const'),
   path: pathText,
-});
+}));
 export type ConstTransformerConfig = z.output<typeof constTransformerSchema>;
 
 export function createConstTransformer(cfg: ConstTransformerConfig, ctx: TransformerContext): Transformer {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ip, port } from '../../config/index.js';
+import { ip, port, lazySchema } from '../../config/index.js';
 import type { Logger } from '../../core/log.js';
 import {
   type Addr, AddrPending, type Address, type State, Var, addrFailed, address, failed, ok, Pending,
@@ -31,7 +31,7 @@ import { NODE_NAME_META, type NodeKey, gatewaysByNode, mapToGateways, nodeNameKe
  * either is set (`kubectl proxy`, Linkerd 1's way); with neither, in-cluster HTTPS with the pod's
  * service account when its files exist, else localhost:8001, the spec's defaults.
  */
-export const daemonsetTransformerSchema = z.strictObject({
+export const daemonsetTransformerSchema = lazySchema(() => z.strictObject({
   ...transformerShape('io.prx.orch.daemonset'),
   k8sHost: ip.optional(),
   k8sPort: port.optional(),
@@ -42,7 +42,7 @@ export const daemonsetTransformerSchema = z.strictObject({
       'expected a port name (the name of the daemon set service\'s port: 1–15 lower-case letters, digits and single "-", at least one letter)',
   }),
   hostNetwork: z.boolean().default(false),
-});
+}));
 export type DaemonsetTransformerConfig = z.output<typeof daemonsetTransformerSchema>;
 
 function orchLabel(what: string) {

@@ -3,6 +3,7 @@ import { hostname, networkInterfaces } from 'node:os';
 import { z } from 'zod';
 import { defineTransformer, perLeafTransformer, prefixingMapBound, type Transformer, transformerPrefix, transformerShape } from '../transformer.js';
 import { filterByIps, resolveOnce } from './ip-filter.js';
+import { lazySchema } from '../../config/index.js';
 
 /**
  * `io.prx.localhost`: keeps only the addresses of this host — those of the host name (looked up
@@ -10,7 +11,7 @@ import { filterByIps, resolveOnce } from './ip-filter.js';
  * interfaces that are up). An address set with nothing local left becomes Neg. Ids get the prefix
  * `/%/io.prx.localhost`.
  */
-export const localhostTransformerSchema = z.strictObject({ ...transformerShape('io.prx.localhost') });
+export const localhostTransformerSchema = lazySchema(() => z.strictObject({ ...transformerShape('io.prx.localhost') }));
 export type LocalhostTransformerConfig = z.output<typeof localhostTransformerSchema>;
 
 /** The IPs of this host: its name's DNS addresses (when it resolves) and its interfaces'. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addIssue } from '../../config/index.js';
+import { addIssue, lazySchema } from '../../config/index.js';
 import { type Addr, Path } from '../../naming/index.js';
 import { LocalnodeEnvError } from '../errors.js';
 import { defineTransformer, perLeafTransformer, prefixingMapBound, type Transformer, transformerPrefix, transformerShape } from '../transformer.js';
@@ -15,7 +15,7 @@ import { nodeNameOf, subnet24 } from './node-match.js';
  * `io.l5d.k8s.localnode`). The variables are read when the config is loaded: a missing or bad one
  * is a config error naming the transformer, and the proxy does not start.
  */
-export const localnodeTransformerSchema = z
+export const localnodeTransformerSchema = lazySchema(() => z
   .strictObject({
     ...transformerShape('io.prx.orch.localnode'),
     hostNetwork: z.boolean().default(false),
@@ -23,7 +23,7 @@ export const localnodeTransformerSchema = z
   .superRefine((cfg, ctx) => {
     const local = localNodeFromEnv(cfg.hostNetwork, process.env);
     if (local instanceof LocalnodeEnvError) addIssue(ctx, cfg.hostNetwork ? ['hostNetwork'] : [], local.reason);
-  });
+  }));
 export type LocalnodeTransformerConfig = z.output<typeof localnodeTransformerSchema>;
 
 /** What this node is known by: the /24 of `POD_IP`, or `NODE_NAME` with hostNetwork. */

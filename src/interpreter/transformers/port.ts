@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { port } from '../../config/index.js';
+import { port, lazySchema } from '../../config/index.js';
 import { type Addr, type Address, address, addrBound, addressKey } from '../../naming/index.js';
 import { defineTransformer, perLeafTransformer, prefixingMapBound, type Transformer, transformerPrefix, transformerShape } from '../transformer.js';
 
@@ -8,10 +8,10 @@ import { defineTransformer, perLeafTransformer, prefixingMapBound, type Transfor
  * host). Addresses that become equal collapse into the first. Ids get the prefix
  * `/%/io.prx.port/<port>`, e.g. `/%/io.prx.port/4141/#/io.prx.fs/hello`.
  */
-export const portTransformerSchema = z.strictObject({
+export const portTransformerSchema = lazySchema(() => z.strictObject({
   ...transformerShape('io.prx.port'),
   port,
-});
+}));
 export type PortTransformerConfig = z.output<typeof portTransformerSchema>;
 
 /** `addr` with every address moved to `newPort`. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pathText } from '../../config/index.js';
+import { pathText, lazySchema } from '../../config/index.js';
 import { Activity, type BoundName, type NameTree, leavesOf, weighted } from '../../naming/index.js';
 import { defineTransformer, type Transformer, type TransformerContext, transformerPrefix, transformerShape } from '../transformer.js';
 import { bindThroughSystem } from './system-bind.js';
@@ -9,10 +9,10 @@ import { bindThroughSystem } from './system-bind.js';
  * namer (`/$/inet/127.0.0.1/4141`); the tree's shape (alternatives, weights) stays, so a Neg
  * tree stays Neg and a Fail stays Fail. The replacement's id is `/%/io.prx.replace` + `path`.
  */
-export const replaceTransformerSchema = z.strictObject({
+export const replaceTransformerSchema = lazySchema(() => z.strictObject({
   ...transformerShape('io.prx.replace'),
   path: pathText,
-});
+}));
 export type ReplaceTransformerConfig = z.output<typeof replaceTransformerSchema>;
 
 /** `tree` with every leaf replaced by `replacement`. */

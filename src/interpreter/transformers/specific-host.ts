@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { ip } from '../../config/index.js';
+import { ip, lazySchema } from '../../config/index.js';
 import { TransformerHostLookupError } from '../errors.js';
 import { defineTransformer, perLeafTransformer, prefixingMapBound, type Transformer, transformerPrefix, transformerShape } from '../transformer.js';
 import { filterByIps, resolveOnce } from './ip-filter.js';
@@ -11,10 +11,10 @@ import { filterByIps, resolveOnce } from './ip-filter.js';
  * looked up once at start-up; a failed lookup fails the addresses with the reason). An address
  * set with nothing left becomes Neg. Ids get the prefix `/%/io.prx.specificHost`.
  */
-export const specificHostTransformerSchema = z.strictObject({
+export const specificHostTransformerSchema = lazySchema(() => z.strictObject({
   ...transformerShape('io.prx.specificHost'),
   host: ip,
-});
+}));
 export type SpecificHostTransformerConfig = z.output<typeof specificHostTransformerSchema>;
 
 async function hostIps(host: string): Promise<string[]> {

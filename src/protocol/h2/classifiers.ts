@@ -33,7 +33,7 @@
  */
 import { z } from 'zod';
 import { BugError } from '../../core/errors.js';
-import { type KindConfig, intInRange, kindShape, kindSlot, lookupKind, registerKind, validate } from '../../config/index.js';
+import { type KindConfig, intInRange, kindShape, kindSlot, lookupKind, registerKind, validate, lazySchema } from '../../config/index.js';
 import type { ResponseClass } from '../../service/classifier.js';
 import { ClassifierProtocolMismatchError, type ResponseClassifier, withRetryableRules } from '../http/classifiers.js';
 import { H2Code, StreamResetError } from './errors.js';
@@ -126,7 +126,7 @@ class GrpcClassifier implements H2Classifier {
   }
 }
 
-const grpcCode = intInRange(0, MAX_GRPC_STATUS);
+const grpcCode = lazySchema(() => intInRange(0, MAX_GRPC_STATUS));
 
 /**
  * Keys of every gRPC kind. Codes are the canonical 0-16: gRPC defines no others (clients read any
@@ -155,7 +155,7 @@ for (const [suffix, rules] of Object.entries(GRPC_KINDS)) {
   registerKind({
     family: 'responseClassifier',
     kind,
-    schema: z.strictObject(grpcShape(kind)),
+    schema: lazySchema(() => z.strictObject(grpcShape(kind))),
     create: (cfg): H2Classifier => new GrpcClassifier(cfg.successStatusCodes, rules),
   });
 }
@@ -165,13 +165,13 @@ for (const [suffix, rules] of Object.entries(GRPC_KINDS)) {
   registerKind({
     family: 'responseClassifier',
     kind,
-    schema: z.strictObject({ ...grpcShape(kind), retryableStatusCodes: z.array(grpcCode) }),
+    schema: lazySchema(() => z.strictObject({ ...grpcShape(kind), retryableStatusCodes: z.array(grpcCode) })),
     create: (cfg): H2Classifier =>
       new GrpcClassifier(cfg.successStatusCodes, { retryable: new Set(cfg.retryableStatusCodes), compliant: false, retryableHeader: true }),
   });
 }
 
-const classifierSlot = kindSlot('responseClassifier');
+const classifierSlot = lazySchema(() => kindSlot('responseClassifier'));
 // Classifiers are stateless: each config object (shared by every name its policy covers) is built once.
 const built = new WeakMap<object, H2Classifier>();
 let defaultClassifier: H2Classifier | undefined;

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { BugError } from '../../core/errors.js';
-import { ConfigError, type KindConfig, kindShape, kindSlot, lookupKind, nonEmptyString, oneOrMany, positiveInt, registerKind, validate } from '../../config/index.js';
+import { ConfigError, type KindConfig, kindShape, kindSlot, lookupKind, nonEmptyString, oneOrMany, positiveInt, registerKind, validate, lazySchema } from '../../config/index.js';
 import { Path, utf8ToBinary } from '../../naming/index.js';
 import {
   composeIdentifiers,
@@ -40,7 +40,7 @@ function defineH2Identifier<Cfg>(def: { kind: string; schema: z.ZodType<Cfg>; cr
 // `io.prx.header.token`: HTTP/1.1's identifier on another header, `:authority` by default.
 defineH2Identifier({
   kind: 'io.prx.header.token',
-  schema: z.strictObject({ ...kindShape('io.prx.header.token'), header: nonEmptyString.default(':authority') }),
+  schema: lazySchema(() => z.strictObject({ ...kindShape('io.prx.header.token'), header: nonEmptyString.default(':authority') })),
   create: (cfg, ctx) => new HeaderTokenIdentifier(ctx.dstPrefix, cfg.header),
 });
 
@@ -75,7 +75,7 @@ class H2HeaderPathIdentifier implements HttpIdentifier {
 
 defineH2Identifier({
   kind: 'io.prx.header.path',
-  schema: z.strictObject({ ...kindShape('io.prx.header.path'), header: nonEmptyString.default(':path'), segments: positiveInt.optional() }),
+  schema: lazySchema(() => z.strictObject({ ...kindShape('io.prx.header.path'), header: nonEmptyString.default(':path'), segments: positiveInt.optional() })),
   create: (cfg, ctx) => new H2HeaderPathIdentifier(ctx.dstPrefix, cfg.header, cfg.segments),
 });
 
@@ -93,7 +93,7 @@ defineH2Identifier({
   create: (cfg, ctx) => new MeshctlIdentifier(ctx.dstPrefix, cfg, true),
 });
 
-const identifierList = oneOrMany(kindSlot('h2Identifier'));
+const identifierList = lazySchema(() => oneOrMany(kindSlot('h2Identifier')));
 
 /** The identifier of an h2 router's `identifier` config (default `io.prx.header.token` on `:authority`). */
 export function h2IdentifierFromConfig(cfg: KindConfig | readonly KindConfig[] | undefined, ctx: IdentifierContext): HttpIdentifier {

@@ -3,7 +3,7 @@
  * their config keys and what prx's HTTP/2 sessions announce for them.
  */
 import { z } from 'zod';
-import { intInRange, positiveInt } from '../../config/index.js';
+import { intInRange, positiveInt, lazySchema } from '../../config/index.js';
 import type { H2SessionSettings } from './wire/client-session.js';
 import type { H2ServerSettings } from './wire/server-session.js';
 
@@ -15,19 +15,19 @@ export const h2SettingsShape = {
    * When a receive window is replenished: once the credit left falls to this share of the window
    * (servers and clients alike: both are prx's own HTTP/2).
    */
-  windowUpdateRatio: z.number().gt(0, { error: 'expected a number strictly between 0 and 1' }).lt(1, { error: 'expected a number strictly between 0 and 1' }).default(0.99),
-  headerTableBytes: intInRange(0, 2 ** 32 - 1).optional(),
+  windowUpdateRatio: lazySchema(() => z.number().gt(0, { error: 'expected a number strictly between 0 and 1' }).lt(1, { error: 'expected a number strictly between 0 and 1' }).default(0.99)),
+  headerTableBytes: lazySchema(() => intInRange(0, 2 ** 32 - 1).optional()),
   // At least 1: a window of 0 would let no DATA through (credit returns only as data is read).
-  initialStreamWindowBytes: intInRange(1, MAX_WINDOW).default(65_535),
-  maxFrameBytes: intInRange(16_384, 16_777_215).default(16_384),
+  initialStreamWindowBytes: lazySchema(() => intInRange(1, MAX_WINDOW).default(65_535)),
+  maxFrameBytes: lazySchema(() => intInRange(16_384, 16_777_215).default(16_384)),
   // Spelled as Linkerd spells it.
-  maxHeaderListByts: positiveInt.optional(),
+  maxHeaderListByts: lazySchema(() => positiveInt.optional()),
 };
 
 /** The server-only key: SETTINGS_MAX_CONCURRENT_STREAMS (unlimited when absent). */
 export const h2ServerSettingsShape = {
   ...h2SettingsShape,
-  maxConcurrentStreamsPerConnection: intInRange(0, 2 ** 32 - 1).optional(),
+  maxConcurrentStreamsPerConnection: lazySchema(() => intInRange(0, 2 ** 32 - 1).optional()),
 };
 
 export interface H2SettingsConfig {

@@ -21,7 +21,7 @@
  */
 import { z } from 'zod';
 import { BugError, PrxError } from '../../core/errors.js';
-import { type KindConfig, addIssue, kindShape, kindSlot, kindsOf, lookupKind, registerKind, validate } from '../../config/index.js';
+import { type KindConfig, addIssue, kindShape, kindSlot, kindsOf, lookupKind, registerKind, validate, lazySchema } from '../../config/index.js';
 import { isRetryableFailure, type ResponseClass } from '../../service/classifier.js';
 
 /** One finished request attempt, as classifiers see it. */
@@ -166,7 +166,7 @@ for (const [suffix, classifier] of Object.entries(CLASSIFIERS)) {
   for (const protocol of ['http', 'h2'] as const) {
     const kind = `io.prx.${protocol}.${suffix}`;
     // None of these kinds has parameters.
-    const schema = z.strictObject({ ...kindShape(kind) });
+    const schema = lazySchema(() => z.strictObject({ ...kindShape(kind) }));
     registerKind({ family: 'responseClassifier', kind, schema, create: (): ResponseClassifier => classifier });
   }
 }
@@ -178,7 +178,7 @@ export class ClassifierProtocolMismatchError extends PrxError {
   }
 }
 
-const classifierSlot = kindSlot('responseClassifier');
+const classifierSlot = lazySchema(() => kindSlot('responseClassifier'));
 const OTHER: Readonly<Record<ClassifierProtocol, ClassifierProtocol>> = { http: 'h2', h2: 'http' };
 const OTHER_PREFIX: Readonly<Record<ClassifierProtocol, string>> = { http: 'io.prx.h2.', h2: 'io.prx.http.' };
 

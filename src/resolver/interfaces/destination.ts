@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { interfaceShape, pathText, shortName } from '../../config/index.js';
+import { interfaceShape, pathText, shortName, lazySchema } from '../../config/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
 import type { DestinationServer, DestinationServerOptions } from './destination-server.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
@@ -10,11 +10,11 @@ import { type InterfaceContext, type ResolverInterface, defineInterface } from '
  * as `<prefix>/<service>` through the dtab of `namespace` and streams its endpoints as add/remove
  * diffs; `GetProfile` answers empty profiles.
  */
-export const destinationInterfaceSchema = z.strictObject({
+export const destinationInterfaceSchema = lazySchema(() => z.strictObject({
   ...interfaceShape('io.prx.destination', 8086),
   prefix: pathText.default('/svc'),
   namespace: shortName.default('default'),
-});
+}));
 export type DestinationInterfaceConfig = z.output<typeof destinationInterfaceSchema>;
 
 /** The interface as the resolver process holds it; gRPC is loaded by `listen()`. */

@@ -24,6 +24,7 @@ import { type IfMatch, versionTag } from './if-match.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import { WatchHeartbeats, readHeartbeatParam } from './watch-heartbeat.js';
 import { type Rendered, WatchStream, type WatchStreamHost, type WatchedView, firstRendered } from './watch-stream.js';
+import { lazySchema } from '../../config/index.js';
 
 /**
  * `io.prx.httpController`: the resolver's HTTP API under `/api/1` (default 127.0.0.1:4180) —
@@ -32,7 +33,7 @@ import { type Rendered, WatchStream, type WatchStreamHost, type WatchedView, fir
  * and then streams one JSON document per line per change, with a bare-newline heartbeat every
  * `heartbeatMs` (see watch-heartbeat.ts).
  */
-export const httpControllerSchema = z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) });
+export const httpControllerSchema = lazySchema(() => z.strictObject({ ...interfaceShape('io.prx.httpController', 4180) }));
 export type HttpControllerConfig = z.output<typeof httpControllerSchema>;
 
 /** How long a request without `watch` waits for storage or namers before a 503. */

@@ -1,19 +1,19 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { z } from 'zod';
-import { addIssue, filePath, intInRange, interfaceShape } from '../../config/index.js';
+import { addIssue, filePath, intInRange, interfaceShape, lazySchema } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { InterfaceNotListeningError } from '../errors.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import type { MeshServer, MeshServerOptions } from './mesh-server.js';
 
-const rollPolicy = z.string().superRefine((text, ctx) => {
+const rollPolicy = lazySchema(() => z.string().superRefine((text, ctx) => {
   try {
     parseRollPolicy(text);
   } catch (e) {
     addIssue(ctx, [], errorMessage(e), { value: text });
   }
-});
+}));
 
 /** The PEM label of a PKCS#8 key (plain or encrypted); PKCS#1 (`RSA PRIVATE KEY`) and SEC1 (`EC PRIVATE KEY`) are not. */
 const PKCS8_LABEL = /-----BEGIN (ENCRYPTED )?PRIVATE KEY-----/;
@@ -46,7 +46,7 @@ export function pkcs8Problem(file: string): string | undefined {
  * interpreter and by Linkerd's `io.l5d.mesh`. `h2AccessLog*` write one line per call; with `tls`
  * the key must be PKCS#8 (checked when the config is read).
  */
-export const meshInterfaceSchema = z
+export const meshInterfaceSchema = lazySchema(() => z
   .strictObject({
     ...interfaceShape('io.prx.mesh', 4321),
     h2AccessLog: filePath.optional(),
@@ -58,7 +58,7 @@ export const meshInterfaceSchema = z
     if (cfg.tls === undefined) return;
     const problem = pkcs8Problem(cfg.tls.keyPath);
     if (problem !== undefined) addIssue(ctx, ['tls', 'keyPath'], problem, { value: cfg.tls.keyPath });
-  });
+  }));
 export type MeshInterfaceConfig = z.output<typeof meshInterfaceSchema>;
 
 /**

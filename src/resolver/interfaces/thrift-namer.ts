@@ -1,22 +1,22 @@
 import { z } from 'zod';
-import { addIssue, interfaceShape, intInRange } from '../../config/index.js';
+import { addIssue, interfaceShape, intInRange, lazySchema } from '../../config/index.js';
 import { InterfaceNotListeningError } from '../errors.js';
 import { type InterfaceContext, type ResolverInterface, defineInterface } from './interface-kind.js';
 import { ThriftNamerServer } from './thrift-namer-server.js';
 import { ThriftNamerService } from './thrift-namer-service.js';
 
-const count = intInRange(0, 1_000_000);
-const seconds = intInRange(0, 2_147_483);
+const count = lazySchema(() => intInRange(0, 1_000_000));
+const seconds = lazySchema(() => intInRange(0, 2_147_483));
 
 /** The interface's observation caches: entry counts, and seconds an unused observation is kept. */
-const cacheSchema = z.strictObject({
+const cacheSchema = lazySchema(() => z.strictObject({
   bindingCacheActive: count.default(1000),
   bindingCacheInactive: count.default(100),
   bindingCacheInactiveTTLSecs: seconds.default(600),
   addrCacheActive: count.default(1000),
   addrCacheInactive: count.default(100),
   addrCacheInactiveTTLSecs: seconds.default(600),
-});
+}));
 
 /**
  * `io.prx.thriftNameInterpreter`: name interpretation over ThriftMux (default 127.0.0.1:4100),
@@ -25,7 +25,7 @@ const cacheSchema = z.strictObject({
  * or addr tells its client to wait (older clients sleep that long; newer ones use their own
  * backoff). `cache` bounds the long-poll observations.
  */
-export const thriftNamerInterfaceSchema = z
+export const thriftNamerInterfaceSchema = lazySchema(() => z
   .strictObject({
     ...interfaceShape('io.prx.thriftNameInterpreter', 4100),
     retryBaseSecs: seconds.default(600),
@@ -35,7 +35,7 @@ export const thriftNamerInterfaceSchema = z
   .superRefine((cfg, ctx) => {
     if (cfg.cache.bindingCacheActive === 0) addIssue(ctx, ['cache', 'bindingCacheActive'], 'must be at least 1: no bind could ever wait', { value: 0 });
     if (cfg.cache.addrCacheActive === 0) addIssue(ctx, ['cache', 'addrCacheActive'], 'must be at least 1: no addr could ever wait', { value: 0 });
-  });
+  }));
 export type ThriftNamerInterfaceConfig = z.output<typeof thriftNamerInterfaceSchema>;
 
 /** Tuning outside the config (tests shorten the delegation time limit). */

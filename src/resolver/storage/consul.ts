@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { choice, durationMs, ip, kindShape, loadTlsMaterial, namerTlsSchema, port } from '../../config/index.js';
+import { choice, durationMs, ip, kindShape, loadTlsMaterial, namerTlsSchema, port, lazySchema } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { Dtab } from '../../naming/index.js';
 import { type Backoff, constant, exponentialJittered, jittered } from '../../service/policy/index.js';
@@ -17,14 +17,14 @@ import { defineStorage } from './kind.js';
 import { RetryTimer, keyPathPrefix } from './retry.js';
 import type { DtabStore, StorageContext } from './types.js';
 
-const consistency = z.enum(['default', 'stale', 'consistent']);
+const consistency = lazySchema(() => z.enum(['default', 'stale', 'consistent']));
 
 /**
  * Delays between retries: `exponential` (the default: Finagle's exponential jitter from `minMs` 1
  * to `maxMs` 60000, i.e. 1 ms growing to 1 minute), `jittered` (decorrelated jitter between
  * `minMs` and `maxMs`, what namerd used) or `constant` (`ms`).
  */
-export const consulBackoffSchema = choice(
+export const consulBackoffSchema = lazySchema(() => choice(
   'kind',
   {
     exponential: z.strictObject({ kind: z.literal('exponential'), minMs: durationMs.default(1), maxMs: durationMs.default(60_000) }),
@@ -32,7 +32,7 @@ export const consulBackoffSchema = choice(
     constant: z.strictObject({ kind: z.literal('constant'), ms: durationMs }),
   },
   { default: 'exponential' },
-);
+));
 
 export type ConsulBackoffConfig = z.output<typeof consulBackoffSchema>;
 
@@ -70,7 +70,7 @@ export function consulBackoff(cfg: ConsulBackoffConfig): Backoff {
  *   backoff: {kind: exponential, minMs: 1, maxMs: 60000}
  * ```
  */
-export const consulStorageSchema = z.strictObject({
+export const consulStorageSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.kvstore'),
   host: ip.default('localhost'),
   port: port.default(8500),
@@ -86,7 +86,7 @@ export const consulStorageSchema = z.strictObject({
   /** How long one blocking query waits for a change (Consul's `wait`; it caps it at 10 minutes). */
   blockingWaitMs: durationMs.default(300_000),
   tls: namerTlsSchema.optional(),
-});
+}));
 
 export type ConsulStorageConfig = z.output<typeof consulStorageSchema>;
 

@@ -1,6 +1,6 @@
 import type { Etcd3, IKeyValue, IOptions, IRequestOp, ITxnResponse, IWatchResponse, Watcher } from 'etcd3';
 import { z } from 'zod';
-import { type TlsMaterial, addIssue, ip, kindShape, loadTlsMaterial, namerTlsSchema, port } from '../../config/index.js';
+import { type TlsMaterial, addIssue, ip, kindShape, loadTlsMaterial, namerTlsSchema, port, lazySchema } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { Dtab } from '../../naming/index.js';
 import type { Backoff } from '../../service/policy/index.js';
@@ -33,7 +33,7 @@ import type { DtabStore, StorageContext } from './types.js';
  *   tls: {commonName: etcd.example.org, trustCertsBundle: /etc/ssl/etcd-ca.pem}
  * ```
  */
-export const etcdStorageSchema = z.strictObject({
+export const etcdStorageSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.kvstore2'),
   host: ip.default('localhost'),
   port: port.default(2379),
@@ -44,7 +44,7 @@ export const etcdStorageSchema = z.strictObject({
       if (tls.disableValidation) addIssue(ctx, ['disableValidation'], 'is not supported by io.prx.kvstore2 (gRPC); set commonName');
     })
     .optional(),
-});
+}));
 
 export type EtcdStorageConfig = z.output<typeof etcdStorageSchema>;
 

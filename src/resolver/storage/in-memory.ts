@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addIssue, dtabText as dtabTextSchema, kindShape } from '../../config/index.js';
+import { addIssue, dtabText as dtabTextSchema, kindShape, lazySchema } from '../../config/index.js';
 import { type Dtab, readDtab } from '../../naming/index.js';
 import { CachedDtabStore, DtabCache } from './cache.js';
 import { checkNamespace, readU64Version, sameVersion, u64Version } from './codec.js';
@@ -19,7 +19,7 @@ import type { DtabStore, StorageContext } from './types.js';
  *     default: /svc => /#/io.prx.fs
  * ```
  */
-export const inMemoryStorageSchema = z.strictObject({
+export const inMemoryStorageSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.inMemory'),
   namespaces: z
     .record(z.string(), dtabTextSchema)
@@ -33,7 +33,7 @@ export const inMemoryStorageSchema = z.strictObject({
         }
       }
     }),
-});
+}));
 
 export type InMemoryStorageConfig = z.output<typeof inMemoryStorageSchema>;
 

@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { z } from 'zod';
-import { ip, kindShape, nonEmptyString, port } from '../../config/index.js';
+import { ip, kindShape, nonEmptyString, port, lazySchema } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import { type Dtab, readDtab, showPathTree } from '../../naming/index.js';
 import type { Backoff } from '../../service/policy/index.js';
@@ -43,14 +43,14 @@ import type { DtabStore, StorageContext } from './types.js';
  *   namespace: linkerd
  * ```
  */
-export const k8sStorageSchema = z.strictObject({
+export const k8sStorageSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.orch'),
   host: ip.default('localhost'),
   port: port.default(8001),
   namespace: nonEmptyString.default('default'),
   apiGroup: nonEmptyString.default('prx.io'),
   thirdPartyResource: z.boolean().default(false),
-});
+}));
 
 export type K8sStorageConfig = z.output<typeof k8sStorageSchema>;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { addIssue } from '../../config/index.js';
+import { addIssue, lazySchema } from '../../config/index.js';
 import { type Backoff, RetryTimer, jittered } from '../../service/policy/index.js';
 
 export { RetryTimer };
@@ -11,10 +11,10 @@ export const DEFAULT_WATCH_BACKOFF: Backoff = jittered(100, 10_000);
  * A key prefix for the key-value stores: absolute, without a trailing `/` or empty segments
  * (`/namerd/dtabs`); a namespace's key is `<pathPrefix>/<ns>`.
  */
-export const keyPathPrefix = z.string().superRefine((text, ctx) => {
+export const keyPathPrefix = lazySchema(() => z.string().superRefine((text, ctx) => {
   if (!/^(\/[^/\s]+)+$/.test(text)) {
     addIssue(ctx, [], 'expected an absolute key prefix such as /namerd/dtabs (no trailing "/", no empty segments)', {
       value: text,
     });
   }
-});
+}));

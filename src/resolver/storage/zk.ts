@@ -1,7 +1,7 @@
 import type * as Zk from 'node-zookeeper-client';
 import { type ZkCallback, zkCall } from '../../namer/zk-call.js';
 import { z } from 'zod';
-import { addIssue, ip, kindShape, nonEmptyString, port, positiveInt } from '../../config/index.js';
+import { addIssue, ip, kindShape, nonEmptyString, port, positiveInt, lazySchema } from '../../config/index.js';
 import { errorMessage } from '../../core/errors.js';
 import type { Dtab } from '../../naming/index.js';
 import type { Backoff } from '../../service/policy/index.js';
@@ -41,7 +41,7 @@ const PERMS = /^(?!.*(.).*\1)[crwda]+$/;
  *   acls: [{scheme: digest, id: "prx:<base64 sha1>", perms: crwda}, {scheme: world, id: anyone, perms: r}]
  * ```
  */
-export const zkStorageSchema = z.strictObject({
+export const zkStorageSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.coord'),
   zkAddrs: z.array(z.strictObject({ host: ip, port })).min(1, { error: 'expected at least one address' }),
   pathPrefix: keyPathPrefix.default('/dtabs'),
@@ -58,7 +58,7 @@ export const zkStorageSchema = z.strictObject({
       }),
     )
     .default([]),
-});
+}));
 
 export type ZkStorageConfig = z.output<typeof zkStorageSchema>;
 

@@ -14,8 +14,7 @@ import {
   choice,
   filePath,
   addIssue,
-  durationMs,
-} from '../../config/index.js';
+  durationMs, lazySchema } from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { responseClassifierSlot } from '../../protocol/http/classifiers.js';
 import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';
@@ -26,12 +25,12 @@ import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js'
  * `engine`: `engine3` (default) or `engine4`. Both select prx's single HTTP/1.1 engine (node's
  * parser inbound, undici outbound); the key is accepted so Linkerd configs load unchanged.
  */
-const engine = choice('kind', {
+const engine = lazySchema(() => choice('kind', {
   engine3: z.strictObject({ ...kindShape('engine3') }),
   engine4: z.strictObject({ ...kindShape('engine4') }),
-});
+}));
 
-export const httpServerSchema = z.strictObject({
+export const httpServerSchema = lazySchema(() => z.strictObject({
   ...serverShape({ defaultPort: 4140 }),
   // A request head must be complete this long after its first byte (408); 0: no limit.
   requestHeadTimeoutMs: durationMs.default(60_000),
@@ -40,20 +39,20 @@ export const httpServerSchema = z.strictObject({
   addForwardedHeader: forwardedHeaderConfig.optional(),
   timestampHeader: nonEmptyString.optional(),
   engine: engine.optional(),
-});
+}));
 
 export type HttpServerConfig = z.output<typeof httpServerSchema>;
 
-const rollPolicy = z.string().superRefine((text, ctx) => {
+const rollPolicy = lazySchema(() => z.string().superRefine((text, ctx) => {
   try {
     parseRollPolicy(text);
   } catch (e) {
     addIssue(ctx, [], e instanceof Error ? e.message : String(e), { value: text });
   }
-});
+}));
 
-export const httpRouterSchema = z.strictObject({
-  ...routerBaseShape,
+export const httpRouterSchema = lazySchema(() => z.strictObject({
+  ...routerBaseShape(),
   protocol: z.literal('http'),
   servers: serverList(httpServerSchema),
   // responseIdleTimeoutMs: a due response may go this long without an upstream byte (502, or a cut once it streams); 0: no limit.
@@ -76,6 +75,6 @@ export const httpRouterSchema = z.strictObject({
   maxResponseKB: kilobytes.default(5120),
   compressionLevel: intInRange(-1, 9).default(-1),
   streamingEnabled: z.boolean().default(true),
-});
+}));
 
 export type HttpRouterConfig = z.output<typeof httpRouterSchema> & { readonly label: string };

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { addIssue, positiveInt } from '../../config/index.js';
+import { addIssue, positiveInt, lazySchema } from '../../config/index.js';
 import { BaseBalancer, type BaseOptions, type Entry } from './base.js';
 import { balancerShape, baseOptions, defineBalancer, maxEffort, monotonicMs } from './kind.js';
 import type { BalancerNode } from './types.js';
 
-const loadPerNode = z.number().min(0);
+const loadPerNode = lazySchema(() => z.number().min(0));
 
 /**
  * `aperture`: power of two choices within a window (the aperture) of the nodes, so a client keeps
@@ -14,7 +14,7 @@ const loadPerNode = z.number().min(0);
  * one, never below `minAperture`. Nodes are ranked by a per-balancer random hash of their key,
  * so different clients favour different windows and a node keeps its rank across updates.
  */
-export const apertureSchema = z
+export const apertureSchema = lazySchema(() => z
   .strictObject({
     ...balancerShape('aperture'),
     maxEffort,
@@ -25,7 +25,7 @@ export const apertureSchema = z
   })
   .superRefine((c, ctx) => {
     if (c.lowLoad >= c.highLoad) addIssue(ctx, ['lowLoad'], `must be less than highLoad (${c.highLoad})`, { value: c.lowLoad });
-  });
+  }));
 
 /** A validated `aperture` config. */
 export type ApertureConfig = z.output<typeof apertureSchema>;

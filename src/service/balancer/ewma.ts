@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { positiveInt } from '../../config/index.js';
+import { positiveInt, lazySchema } from '../../config/index.js';
 import { BaseBalancer, type BaseOptions, type Entry } from './base.js';
 import { balancerShape, baseOptions, defineBalancer, maxEffort, monotonicMs } from './kind.js';
 import type { BalancerNode } from './types.js';
@@ -10,11 +10,11 @@ import type { BalancerNode } from './types.js';
  * to any slower observation at once and decays toward faster ones (and toward 0 while the node is
  * idle) with time constant `decayTimeMs`.
  */
-export const ewmaSchema = z.strictObject({
+export const ewmaSchema = lazySchema(() => z.strictObject({
   ...balancerShape('ewma'),
   maxEffort,
   decayTimeMs: positiveInt.default(10_000),
-});
+}));
 
 /** A validated `ewma` config. */
 export type EwmaConfig = z.output<typeof ewmaSchema>;

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BaseBalancer, type Entry } from './base.js';
 import { balancerShape, baseOptions, defineBalancer } from './kind.js';
 import type { BalancerNode } from './types.js';
+import { lazySchema } from '../../config/index.js';
 
 /**
  * `heap`: always the least loaded node, kept at the top of a binary min-heap (Finagle's
@@ -10,7 +11,7 @@ import type { BalancerNode } from './types.js';
  * sink to the bottom. Equal loads go to the node picked least recently (Finagle sinks a picked
  * node below its equals), so idle traffic takes the nodes in turn.
  */
-export const heapSchema = z.strictObject({ ...balancerShape('heap') });
+export const heapSchema = lazySchema(() => z.strictObject({ ...balancerShape('heap') }));
 
 /** A validated `heap` config. */
 export type HeapConfig = z.output<typeof heapSchema>;

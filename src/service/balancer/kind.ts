@@ -1,6 +1,6 @@
 // Registration helpers shared by the balancer kinds (family `loadBalancer`).
 import { z } from 'zod';
-import { kindShape, positiveInt, registerKind, type KindDef } from '../../config/index.js';
+import { kindShape, positiveInt, registerKind, type KindDef, lazySchema } from '../../config/index.js';
 import type { BaseOptions } from './base.js';
 import type { BalancerContext, BalancerFactory } from './types.js';
 
@@ -10,7 +10,7 @@ export function balancerShape<K extends string>(kind: K) {
 }
 
 /** Re-picks when a pick lands on an unavailable node (Finagle's default is 5). */
-export const maxEffort = positiveInt.default(5);
+export const maxEffort = lazySchema(() => positiveInt.default(5));
 
 /** A balancer kind: its schema (with defaults) and its factory. */
 export interface BalancerDef<Cfg> {

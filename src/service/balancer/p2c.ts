@@ -2,13 +2,14 @@ import { z } from 'zod';
 import { BaseBalancer } from './base.js';
 import { balancerShape, baseOptions, defineBalancer, maxEffort } from './kind.js';
 import type { BalancerNode } from './types.js';
+import { lazySchema } from '../../config/index.js';
 
 /**
  * `p2c` (the default): power of two choices, least loaded. Two distinct nodes are drawn at random
  * in proportion to their weights and the one with fewer outstanding requests per unit of weight
  * wins.
  */
-export const p2cSchema = z.strictObject({ ...balancerShape('p2c'), maxEffort });
+export const p2cSchema = lazySchema(() => z.strictObject({ ...balancerShape('p2c'), maxEffort }));
 
 /** A validated `p2c` config. */
 export type P2cConfig = z.output<typeof p2cSchema>;

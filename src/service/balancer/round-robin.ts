@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BaseBalancer, type Entry } from './base.js';
 import { balancerShape, baseOptions, defineBalancer, maxEffort } from './kind.js';
 import type { BalancerNode } from './types.js';
+import { lazySchema } from '../../config/index.js';
 
 /**
  * `roundRobin`: nodes in turn, weighted. Each visit credits a node its weight relative to the
@@ -9,7 +10,7 @@ import type { BalancerNode } from './types.js';
  * weights 3:1 give a a a b. The heaviest node is picked on every visit, so a pick visits at most
  * every node once.
  */
-export const roundRobinSchema = z.strictObject({ ...balancerShape('roundRobin'), maxEffort });
+export const roundRobinSchema = lazySchema(() => z.strictObject({ ...balancerShape('roundRobin'), maxEffort }));
 
 /** A validated `roundRobin` config. */
 export type RoundRobinConfig = z.output<typeof roundRobinSchema>;

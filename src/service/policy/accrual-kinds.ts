@@ -13,8 +13,7 @@ import {
   registerKind,
   validate,
   type KindConfig,
-  type KindDef,
-} from '../../config/index.js';
+  type KindDef, lazySchema } from '../../config/index.js';
 import { backoffFromConfig, type Random } from './backoff.js';
 import {
   consecutiveFailures,
@@ -32,27 +31,27 @@ export interface AccrualContext {
 }
 
 /** `io.prx.consecutiveFailures`: marks a node dead after `failures` failures in a row. */
-export const consecutiveFailuresSchema = z.strictObject({
+export const consecutiveFailuresSchema = lazySchema(() => z.strictObject({
   ...failureAccrualShape('io.prx.consecutiveFailures'),
   failures: positiveInt,
-});
+}));
 
 /** `io.prx.successRate`: success rate as an EMA over `requests` results, dead below `successRate`. */
-export const successRateSchema = z.strictObject({
+export const successRateSchema = lazySchema(() => z.strictObject({
   ...failureAccrualShape('io.prx.successRate'),
   successRate: fraction,
   requests: positiveInt,
-});
+}));
 
 /** `io.prx.successRateWindowed`: success rate as an EMA over `window` seconds, dead below `successRate`. */
-export const successRateWindowedSchema = z.strictObject({
+export const successRateWindowedSchema = lazySchema(() => z.strictObject({
   ...failureAccrualShape('io.prx.successRateWindowed'),
   successRate: fraction,
   window: positiveInt,
-});
+}));
 
 /** `none`: failure accrual disabled (`backoff` is accepted and unused, as in Linkerd). */
-export const noAccrualSchema = z.strictObject({ ...failureAccrualShape('none') });
+export const noAccrualSchema = lazySchema(() => z.strictObject({ ...failureAccrualShape('none') }));
 
 function defineAccrual<Cfg>(
   kind: string,
@@ -82,7 +81,10 @@ export const successRateWindowedKind = defineAccrual('io.prx.successRateWindowed
 export const noAccrualKind = defineAccrual('none', noAccrualSchema, () => none);
 
 // Validates any registered kind (unknown kinds are listed, experimental ones gated).
-const failureAccrualSlot = kindSlot('failureAccrual');
+const failureAccrualSlot = lazySchema(() => kindSlot('failureAccrual'));
+// Each client of a policy validates the same (frozen) config object: once is enough, and the
+// schemas are not kept between config reads (config/lazy-schema.ts).
+const validated = new WeakMap<object, KindConfig>();
 
 /**
  * The per-endpoint policy factory for a `failureAccrual` config object (validated here; defaults
@@ -90,7 +92,12 @@ const failureAccrualSlot = kindSlot('failureAccrual');
  * 5 s – 300 s backoff. Throws a ConfigError naming the problem for an invalid object.
  */
 export function accrualFromConfig(cfg: KindConfig | undefined, ctx: AccrualContext = {}): FailureAccrualPolicyFactory {
-  const valid = validate(failureAccrualSlot, cfg ?? clientParamDefaults.failureAccrual);
+  const raw = cfg ?? clientParamDefaults.failureAccrual;
+  let valid = validated.get(raw);
+  if (valid === undefined) {
+    valid = validate(failureAccrualSlot, raw);
+    validated.set(raw, valid);
+  }
   const def = lookupKind('failureAccrual', valid.kind) as KindDef<KindConfig, AccrualContext, FailureAccrualPolicyFactory> | undefined;
   if (def === undefined) {
     // Only reachable if the registry changed between validation and lookup.

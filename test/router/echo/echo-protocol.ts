@@ -22,7 +22,7 @@ import { defineProtocol, type RouterContext, type ServerAddress } from '../../..
 
 export const ECHO_DEFAULT_PORT = 4190;
 const echoServer = z.strictObject({ ...serverShape({ defaultPort: ECHO_DEFAULT_PORT }) });
-export const echoRouterSchema = z.strictObject({ ...routerBaseShape, protocol: z.literal('echo'), servers: serverList(echoServer) });
+export const echoRouterSchema = z.strictObject({ ...routerBaseShape(), protocol: z.literal('echo'), servers: serverList(echoServer) });
 type EchoRouterConfig = z.output<typeof echoRouterSchema> & RouterConfig;
 type EchoServerConfig = z.output<typeof echoServer>;
 

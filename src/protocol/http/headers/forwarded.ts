@@ -13,12 +13,12 @@
  */
 import { isIPv6 } from 'node:net';
 import { z } from 'zod';
-import { choice, nonEmptyString } from '../../../config/index.js';
+import { choice, nonEmptyString, lazySchema } from '../../../config/index.js';
 import { FORWARDED, HOST } from './names.js';
 import type { HeaderMap } from './types.js';
 import { addHeaderValue, firstHeaderValue } from './values.js';
 
-const labeler = choice(
+const labeler = lazySchema(() => choice(
   'kind',
   {
     ip: z.strictObject({ kind: z.literal('ip') }),
@@ -29,13 +29,13 @@ const labeler = choice(
     static: z.strictObject({ kind: z.literal('static'), label: nonEmptyString }),
   },
   { default: 'requestRandom' },
-);
+));
 
 /** A configured endpoint labeler. */
 export type LabelerConfig = z.output<typeof labeler>;
 
 /** The server key `addForwardedHeader`: `by` labels the proxy's address, `for` the client's. */
-export const forwardedHeaderConfig = z.strictObject({ by: labeler, for: labeler });
+export const forwardedHeaderConfig = lazySchema(() => z.strictObject({ by: labeler, for: labeler }));
 
 /** A validated `addForwardedHeader`. */
 export type ForwardedHeaderConfig = z.output<typeof forwardedHeaderConfig>;

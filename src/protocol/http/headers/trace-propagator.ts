@@ -12,7 +12,7 @@
  * (16 lower-case hex digits) for correlating logs.
  */
 import { z } from 'zod';
-import { kindShape, lookupKind, registerKind, type KindConfig } from '../../../config/index.js';
+import { kindShape, lookupKind, registerKind, type KindConfig, lazySchema } from '../../../config/index.js';
 import { randomSpanId, sampleByRate, TraceId, type Tracer } from '../../../service/tracing.js';
 import { readSampleHeader } from './context.js';
 import { PRX_CTX_TRACE, PRX_REQID } from './names.js';
@@ -47,7 +47,7 @@ export const defaultTracePropagator: TracePropagator = Object.freeze({
 });
 
 /** Config of `io.prx.default` (it has no parameters). */
-export const defaultTracePropagatorSchema = z.strictObject({ ...kindShape('io.prx.default') });
+export const defaultTracePropagatorSchema = lazySchema(() => z.strictObject({ ...kindShape('io.prx.default') }));
 
 registerKind({
   family: 'tracePropagator',

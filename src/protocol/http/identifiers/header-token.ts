@@ -12,7 +12,7 @@
  * An absent or empty header leaves the request unidentified: `Host header is absent`.
  */
 import { z } from 'zod';
-import { kindShape, nonEmptyString } from '../../../config/index.js';
+import { kindShape, nonEmptyString, lazySchema } from '../../../config/index.js';
 import { Path, utf8ToBinary } from '../../../naming/index.js';
 import {
   type HttpIdentifier,
@@ -24,10 +24,10 @@ import {
   unidentified,
 } from './types.js';
 
-export const headerTokenIdentifierSchema = z.strictObject({
+export const headerTokenIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.header.token'),
   header: nonEmptyString.default('Host'),
-});
+}));
 
 export type HeaderTokenIdentifierConfig = z.output<typeof headerTokenIdentifierSchema>;
 

@@ -13,7 +13,7 @@
  * (`'/' expected but 'u' found at '[u]sers'`).
  */
 import { z } from 'zod';
-import { kindShape, nonEmptyString } from '../../../config/index.js';
+import { kindShape, nonEmptyString, lazySchema } from '../../../config/index.js';
 import { type Path, readPath } from '../../../naming/index.js';
 import { errorMessage } from '../../../core/errors.js';
 import {
@@ -25,10 +25,10 @@ import {
   unidentified,
 } from './types.js';
 
-export const headerIdentifierSchema = z.strictObject({
+export const headerIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.header'),
   header: nonEmptyString.default('prx-name'),
-});
+}));
 
 export type HeaderIdentifierConfig = z.output<typeof headerIdentifierSchema>;
 

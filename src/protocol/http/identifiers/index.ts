@@ -11,7 +11,7 @@
  * ```
  */
 import { BugError } from '../../../core/errors.js';
-import { ConfigError, type KindConfig, kindSlot, lookupKind, oneOrMany, validate } from '../../../config/index.js';
+import { ConfigError, type KindConfig, kindSlot, lookupKind, oneOrMany, validate, lazySchema } from '../../../config/index.js';
 import type { HttpIdentifier, Identification, IdentifierContext, IdentifyRequest } from './types.js';
 import './header-token.js';
 import './header.js';
@@ -59,7 +59,7 @@ export function composeIdentifiers(list: readonly HttpIdentifier[]): HttpIdentif
 }
 
 const DEFAULT_IDENTIFIER = { kind: 'io.prx.header.token' } as const;
-const identifierList = oneOrMany(kindSlot('identifier'));
+const identifierList = lazySchema(() => oneOrMany(kindSlot('identifier')));
 
 /**
  * The identifier of a router's `identifier` config: one kind object, a list (composed), or

@@ -22,7 +22,7 @@
 import { z } from 'zod';
 import { errorMessage } from '../../../core/errors.js';
 import type { Logger } from '../../../core/log.js';
-import { kindShape, nonEmptyString, port as portNumber, shortName } from '../../../config/index.js';
+import { kindShape, nonEmptyString, port as portNumber, shortName, lazySchema } from '../../../config/index.js';
 import type { Path } from '../../../naming/index.js';
 import type { Backoff } from '../../../service/policy/index.js';
 import {
@@ -34,14 +34,14 @@ import { type HttpIdentifier, type Identification, type IdentifyRequest, defineI
 /** prx's class: Linkerd 1's default was `linkerd`; prx's vendor segment is `prx`. */
 export const DEFAULT_INGRESS_CLASS = 'prx';
 
-export const ingressIdentifierSchema = z.strictObject({
+export const ingressIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.ingress'),
   namespace: shortName.optional(),
   ingressClassAnnotation: nonEmptyString.default(DEFAULT_INGRESS_CLASS),
   ignoreDefaultBackends: z.boolean().default(false),
   host: nonEmptyString.optional(),
   port: portNumber.default(DEFAULT_ORCH_API_PORT),
-});
+}));
 
 export type IngressIdentifierConfig = z.output<typeof ingressIdentifierSchema>;
 

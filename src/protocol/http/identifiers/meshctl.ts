@@ -22,19 +22,19 @@
  * Both are polled every 5 s; until each has answered once, requests are unidentified (400).
  */
 import { z } from 'zod';
-import { kindShape, nonEmptyString, port } from '../../../config/index.js';
+import { kindShape, nonEmptyString, port, lazySchema } from '../../../config/index.js';
 import { Path, utf8ToBinary } from '../../../naming/index.js';
 import { acquireClusterCache, acquireRouteCache, type ClusterCache, type RouteCache } from '../meshctl/pilot.js';
 import { redirectLocation, rewrittenUrl, selectRule, type RuleRequest } from '../meshctl/route-rules.js';
 import { type HttpIdentifier, type Identification, type IdentifyRequest, defineIdentifier, firstHeader, unidentified } from './types.js';
 
-export const meshctlIdentifierSchema = z.strictObject({
+export const meshctlIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.orch.meshctl'),
   discoveryHost: nonEmptyString.default('meshctl-pilot'),
   discoveryPort: port.default(8080),
   apiserverHost: nonEmptyString.default('meshctl-pilot'),
   apiserverPort: port.default(8081),
-});
+}));
 
 export type MeshctlIdentifierConfig = z.output<typeof meshctlIdentifierSchema>;
 

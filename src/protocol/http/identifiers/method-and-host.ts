@@ -15,7 +15,7 @@
  * naming grammar (`/a b`, a trailing `/`) leaves the request unidentified with the parser's reason.
  */
 import { z } from 'zod';
-import { kindShape } from '../../../config/index.js';
+import { kindShape, lazySchema } from '../../../config/index.js';
 import { Path, readPath, utf8ToBinary } from '../../../naming/index.js';
 import { errorMessage } from '../../../core/errors.js';
 import {
@@ -29,10 +29,10 @@ import {
   unidentified,
 } from './types.js';
 
-export const methodAndHostIdentifierSchema = z.strictObject({
+export const methodAndHostIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.methodAndHost'),
   httpUriInDst: z.boolean().default(false),
-});
+}));
 
 export type MethodAndHostIdentifierConfig = z.output<typeof methodAndHostIdentifierSchema>;
 

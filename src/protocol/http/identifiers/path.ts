@@ -15,15 +15,15 @@
  * `/mysvc/subsvc?x=1` is forwarded as `/?x=1`.
  */
 import { z } from 'zod';
-import { kindShape, positiveInt } from '../../../config/index.js';
+import { kindShape, positiveInt, lazySchema } from '../../../config/index.js';
 import { Path, utf8ToBinary } from '../../../naming/index.js';
 import { type HttpIdentifier, type Identification, type IdentifyRequest, defineIdentifier, unidentified } from './types.js';
 
-export const pathIdentifierSchema = z.strictObject({
+export const pathIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.path'),
   segments: positiveInt.default(1),
   consume: z.boolean().default(false),
-});
+}));
 
 export type PathIdentifierConfig = z.output<typeof pathIdentifierSchema>;
 

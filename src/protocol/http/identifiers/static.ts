@@ -8,14 +8,14 @@
  * ```
  */
 import { z } from 'zod';
-import { kindShape, pathText } from '../../../config/index.js';
+import { kindShape, pathText, lazySchema } from '../../../config/index.js';
 import { type Path, readPath } from '../../../naming/index.js';
 import { type HttpIdentifier, type Identification, type IdentifyRequest, defineIdentifier } from './types.js';
 
-export const staticIdentifierSchema = z.strictObject({
+export const staticIdentifierSchema = lazySchema(() => z.strictObject({
   ...kindShape('io.prx.static'),
   path: pathText,
-});
+}));
 
 export type StaticIdentifierConfig = z.output<typeof staticIdentifierSchema>;
 

@@ -18,8 +18,9 @@ import { defineRequestAuthorizer, type PolicyRequest, type RequestAuthorizer } f
 import { checkAttributes } from './attributes.js';
 import { MeshctlDeniedError } from './errors.js';
 import { MIXER_CALL_TIMEOUT_MS, MixerReports, acquireMixer, mixerKindSchema, type MixerHandle } from './mixer.js';
+import { lazySchema } from '../../../config/index.js';
 
-export const meshctlAuthorizerSchema = mixerKindSchema('io.prx.orch.meshctl');
+export const meshctlAuthorizerSchema = lazySchema(() => mixerKindSchema('io.prx.orch.meshctl'));
 
 class MeshctlAuthorizer implements RequestAuthorizer {
   readonly #mixer: MixerHandle;

@@ -14,8 +14,9 @@
 import type { StatsReceiver } from '../../../service/stats/index.js';
 import { defineRequestLogger, type PolicyRequest, type RequestLogger } from '../request-policy.js';
 import { MixerReports, acquireMixer, mixerKindSchema, type MixerHandle } from './mixer.js';
+import { lazySchema } from '../../../config/index.js';
 
-export const meshctlLoggerSchema = mixerKindSchema('io.prx.orch.meshctl');
+export const meshctlLoggerSchema = lazySchema(() => mixerKindSchema('io.prx.orch.meshctl'));
 
 class MeshctlLogger implements RequestLogger {
   readonly #mixer: MixerHandle;

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { getLogger } from '../../../core/log.js';
 import { PilotApiError } from './errors.js';
 import { parseRouteRules, type RouteRule } from './route-rules.js';
+import { lazySchema } from '../../../config/index.js';
 
 /** Linkerd 1's polling interval for both pilot APIs. */
 export const PILOT_POLL_MS = 5000;
@@ -26,9 +27,9 @@ export interface Cluster {
   readonly port: string;
 }
 
-const routeConfigsJson = z.array(
+const routeConfigsJson = lazySchema(() => z.array(
   z.looseObject({ virtual_hosts: z.array(z.looseObject({ name: z.string(), domains: z.array(z.string()).nullish() })).nullish() }),
-);
+));
 
 /** The domain → cluster table of a `/v1/routes` answer; virtual hosts not named `<cluster>|<port>` are skipped. */
 export function parseClusters(body: unknown, skipped: (name: string) => void): Map<string, Cluster> {

@@ -7,6 +7,7 @@
  * by the rule. Pure: no I/O.
  */
 import { z } from 'zod';
+import { lazySchema } from '../../../config/index.js';
 
 /** One `StringMatch` (`exact`, `prefix` or `regex`, case-sensitive); a regex matches the whole value. */
 export type StringMatch =
@@ -34,10 +35,10 @@ export interface RouteRule {
   readonly route: readonly { readonly tags: Readonly<Record<string, string>>; readonly weight: number }[];
 }
 
-const stringMatchJson = z.looseObject({ exact: z.string().optional(), prefix: z.string().optional(), regex: z.string().optional() });
-const uriAuthority = z.looseObject({ uri: z.string().optional(), authority: z.string().optional() });
+const stringMatchJson = lazySchema(() => z.looseObject({ exact: z.string().optional(), prefix: z.string().optional(), regex: z.string().optional() }));
+const uriAuthority = lazySchema(() => z.looseObject({ uri: z.string().optional(), authority: z.string().optional() }));
 
-const routeRuleSpecJson = z.looseObject({
+const routeRuleSpecJson = lazySchema(() => z.looseObject({
   destination: z.string().min(1),
   precedence: z.number().int().optional(),
   match: z
@@ -50,10 +51,10 @@ const routeRuleSpecJson = z.looseObject({
   route: z.array(z.looseObject({ tags: z.record(z.string(), z.string()).optional(), weight: z.number().int().optional() })).nullish(),
   redirect: uriAuthority.optional(),
   rewrite: uriAuthority.optional(),
-});
+}));
 
 /** The apiserver's answer: a list of configs; entries of other types are skipped. */
-export const routeRuleListJson = z.array(z.looseObject({ type: z.string().optional(), name: z.string().optional(), spec: z.unknown().optional() }));
+export const routeRuleListJson = lazySchema(() => z.array(z.looseObject({ type: z.string().optional(), name: z.string().optional(), spec: z.unknown().optional() })));
 
 /** A rule the proxy cannot use, and why (logged; the other rules stay in force). */
 export interface RejectedRule {
