@@ -5,7 +5,8 @@
 // of ~390 ms (scripts/startup-figures.mjs). pino is bundled: prx writes through pino.destination
 // and never starts a worker-thread transport, the one part that needs pino's files on disk.
 // Packages loaded only when a config uses them stay external: undici, the etcd and ZooKeeper
-// clients, protobufjs and gRPC.
+// clients, protobufjs and gRPC. The YAML parser is bundled on its own, as dist/bundle/yaml.cjs
+// (see below).
 //
 //   node scripts/bundle.mjs        # after `tsc -p tsconfig.build.json` (npm run build runs both)
 import { build } from 'esbuild';
@@ -72,8 +73,26 @@ const pinoWithoutWorkerThreads = {
   },
 };
 
+// The YAML parser is not in the bundle: it is a CommonJS file of its own that src/config/yaml-library.ts
+// loads for each config read and unloads after (an ES module's code stays in the heap for good).
+// The path define is relative to the chunk the loader lands in, checked below.
+const YAML_LIBRARY = join(OUT, 'yaml.cjs');
+const YAML_LOADER_INPUT = 'dist/config/yaml-library.js';
+
 rmSync(OUT, { recursive: true, force: true });
 await build({
+  entryPoints: { yaml: 'yaml' },
+  outfile: YAML_LIBRARY,
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: 'linked',
+  logLevel: 'warning',
+});
+const main = await build({
   plugins: [englishOnlyZodLocales, pinoWithoutWorkerThreads],
   entryPoints,
   outdir: OUT,
@@ -84,7 +103,7 @@ await build({
   target: 'node20',
   external: EXTERNAL,
   // `--version` and the usage report read the version bundled here, not package.json at run time.
-  define: { PRX_BUILD_VERSION: JSON.stringify(version) },
+  define: { PRX_BUILD_VERSION: JSON.stringify(version), PRX_YAML_LIBRARY: JSON.stringify('../yaml.cjs') },
   // Bundled CommonJS packages (yaml) call require() for Node built-ins; ES modules have none.
   banner: { js: "import { createRequire as __prxCreateRequire } from 'node:module'; const require = __prxCreateRequire(import.meta.url);" },
   // Whitespace and comments out: the source text stays in the heap for lazy compilation, and a
@@ -96,8 +115,17 @@ await build({
   legalComments: 'linked',
   sourcemap: 'linked',
   chunkNames: 'chunks/[name]-[hash]',
+  metafile: true,
   logLevel: 'warning',
 });
+for (const [file, output] of Object.entries(main.metafile.outputs)) {
+  if (!(YAML_LOADER_INPUT in output.inputs)) continue;
+  const fromChunk = relative(dirname(resolve(file)), YAML_LIBRARY).split(sep).join('/');
+  if (fromChunk !== '../yaml.cjs') {
+    process.stderr.write(`bundle: ${YAML_LOADER_INPUT} landed in ${file}, from where the YAML library is ${fromChunk}, not ../yaml.cjs\n`);
+    process.exit(1);
+  }
+}
 
 // The admin UI: one browser bundle per page (uPlot and the shared helpers split into chunks),
 // every file named by its content hash so the admin can serve it as immutable, plus

@@ -1,5 +1,6 @@
-import { isAlias, isCollection, isPair, isScalar, isSeq, type Document, type LineCounter, type Node, type Pair } from 'yaml';
+import type { Document, LineCounter, Node, Pair } from 'yaml';
 import { ConfigErrorCode, type ConfigIssue, type ConfigPath } from './errors.js';
+import type { YamlLibrary } from './yaml-library.js';
 
 // Bounds on a config document, checked before it becomes data: a config is a few kilobytes
 // written by an operator, so anything far past that is a mistake or an attack (a YAML alias
@@ -52,7 +53,8 @@ export function flowNestingIssue(text: string, at: (offset: number) => string): 
  * to more than {@link MAX_CONFIG_VALUES} values. The walk is iterative and counts each anchored
  * value once, so its cost is the document's size, not its expansion.
  */
-export function documentBoundIssue(doc: Document, lines: LineCounter): ConfigIssue | undefined {
+export function documentBoundIssue(yaml: YamlLibrary, doc: Document, lines: LineCounter): ConfigIssue | undefined {
+  const { isAlias, isCollection, isPair, isScalar, isSeq } = yaml;
   const at = (node: Node | Pair): string => {
     const offset = (isPair(node) ? (node.key as Node | null)?.range?.[0] : node.range?.[0]) ?? 0;
     const { line, col } = lines.linePos(offset);
@@ -79,7 +81,7 @@ export function documentBoundIssue(doc: Document, lines: LineCounter): ConfigIss
       const children: Frame[] = [];
       if (isPair(node)) {
         if (node.key !== null && typeof node.key === 'object') children.push({ node: node.key as Node, path, depth, entered: false });
-        if (node.value !== null) children.push({ node: node.value as Node, path: [...path, keyName(node)], depth, entered: false });
+        if (node.value !== null) children.push({ node: node.value as Node, path: [...path, keyName(yaml, node)], depth, entered: false });
       } else if (isCollection(node)) {
         node.items.forEach((item, i) => {
           if (item === null || typeof item !== 'object') return;
@@ -121,8 +123,8 @@ export function documentBoundIssue(doc: Document, lines: LineCounter): ConfigIss
   return undefined;
 }
 
-function keyName(pair: Pair): string {
-  return isScalar(pair.key) ? String(pair.key.value) : '<key>';
+function keyName(yaml: YamlLibrary, pair: Pair): string {
+  return yaml.isScalar(pair.key) ? String(pair.key.value) : '<key>';
 }
 
 function syntaxIssue(message: string): ConfigIssue {

@@ -1,9 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document, type Node, type Pair } from 'yaml';
+import type { Document, Node, Pair } from 'yaml';
 import { errorMessage } from '../core/errors.js';
 import { MAX_CONFIG_BYTES, documentBoundIssue, flowNestingIssue } from './bounds.js';
 import { ConfigError, ConfigErrorCode, ConfigReadError, ConfigTooLargeError, type ConfigIssue, type ConfigPath } from './errors.js';
+import { withYamlLibrary, type YamlLibrary } from './yaml-library.js';
 
 /** The text of a config file and where it came from (a path, or `<stdin>`). */
 export interface ConfigSource {
@@ -73,7 +74,11 @@ async function readAtMost(stream: AsyncIterable<string | Uint8Array>, origin: st
  * collections nested too deep, a huge string), named by key path and position.
  */
 export function parseConfigText(text: string, origin?: string): unknown {
-  const lines = new LineCounter();
+  return withYamlLibrary((yaml) => parseWith(yaml, text, origin));
+}
+
+function parseWith(yaml: YamlLibrary, text: string, origin: string | undefined): unknown {
+  const lines = new yaml.LineCounter();
   const at = (offset: number): string => {
     const { line, col } = lines.linePos(offset);
     return `line ${line}, column ${col}`;
@@ -83,7 +88,7 @@ export function parseConfigText(text: string, origin?: string): unknown {
   if (nesting !== undefined) throw new ConfigError([nesting], origin);
   let doc: Document;
   try {
-    doc = parseDocument(text, { version: '1.2', schema: 'core', uniqueKeys: true, lineCounter: lines, prettyErrors: false });
+    doc = yaml.parseDocument(text, { version: '1.2', schema: 'core', uniqueKeys: true, lineCounter: lines, prettyErrors: false });
   } catch (e) {
     throw new ConfigError([syntaxIssue([], `cannot parse: ${errorMessage(e)}`)], origin);
   }
@@ -92,13 +97,13 @@ export function parseConfigText(text: string, origin?: string): unknown {
   for (const problem of [...doc.errors, ...doc.warnings]) {
     const offset = problem.pos[0];
     if (problem.code === 'DUPLICATE_KEY') {
-      issues.push(syntaxIssue(keyPathAt(doc, offset), `duplicate key at ${at(offset)}`));
+      issues.push(syntaxIssue(keyPathAt(yaml, doc, offset), `duplicate key at ${at(offset)}`));
     } else {
       issues.push(syntaxIssue([], `syntax error at ${at(offset)}: ${problem.message}`));
     }
   }
   if (issues.length > 0) throw new ConfigError(issues, origin);
-  const bound = documentBoundIssue(doc, lines);
+  const bound = documentBoundIssue(yaml, doc, lines);
   if (bound !== undefined) throw new ConfigError([bound], origin);
 
   let data: unknown;
@@ -153,23 +158,23 @@ function syntaxIssue(path: ConfigPath, message: string): ConfigIssue {
 }
 
 /** The key path of the map key that starts at `offset` (where yaml reports a duplicate key). */
-function keyPathAt(doc: Document, offset: number): ConfigPath {
+function keyPathAt(yaml: YamlLibrary, doc: Document, offset: number): ConfigPath {
   let found: ConfigPath = [];
-  visit(doc, {
+  yaml.visit(doc, {
     Pair(_key, pair, ancestry) {
-      if (!isScalar(pair.key) || pair.key.range?.[0] !== offset) return undefined;
-      found = keyPath([...ancestry, pair]);
-      return visit.BREAK;
+      if (!yaml.isScalar(pair.key) || pair.key.range?.[0] !== offset) return undefined;
+      found = keyPath(yaml, [...ancestry, pair]);
+      return yaml.visit.BREAK;
     },
   });
   return found;
 }
 
-function keyPath(chain: readonly (Document | Node | Pair)[]): ConfigPath {
+function keyPath(yaml: YamlLibrary, chain: readonly (Document | Node | Pair)[]): ConfigPath {
   const path: (string | number)[] = [];
   chain.forEach((node, i) => {
-    if (isPair(node)) path.push(isScalar(node.key) ? String(node.key.value) : String(node.key));
-    else if (isSeq(node)) path.push(node.items.indexOf(chain[i + 1]));
+    if (yaml.isPair(node)) path.push(yaml.isScalar(node.key) ? String(node.key.value) : String(node.key));
+    else if (yaml.isSeq(node)) path.push(node.items.indexOf(chain[i + 1]));
     // A map adds nothing itself: the pair after it in the chain names the key.
   });
   return path;
