@@ -45,7 +45,7 @@ upstream.keepAliveTimeout = 75_000;
 await new Promise((r) => upstream.listen(PORTS.upstream, '127.0.0.1', r));
 
 // bin/prx's own V8 flags and malloc setting, given to the floor too.
-const V8_FLAGS = ['--max-semi-space-size=2'];
+const V8_FLAGS = ['--max-semi-space-size=2', '--no-allocation-site-pretenuring'];
 const BIN_PRX_ENV = { MALLOC_ARENA_MAX: '1', GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0' };
 const { MALLOC_ARENA_MAX: _callers, GLIBC_TUNABLES: _callersTunables, ...DEFAULT_ENV } = process.env;
 const floor = [join(REPO, 'bench', 'node-floor-proxy.mjs'), String(PORTS.proxy), String(PORTS.upstream)];
