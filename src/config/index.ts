@@ -2,7 +2,7 @@
 export * from './errors.js';
 export * from './frozen.js';
 export { builtSchemaCount, lazySchema, releaseSchemas } from './lazy-schema.js';
-export { addIssue, describeIssue, missingKey, parseNested, validate, withoutNulls, type IssueParams } from './issues.js';
+export { addIssue, describeIssue, missingKey, parseNested, validate, validateOnce, withoutNulls, type IssueParams } from './issues.js';
 export * from './loader.js';
 export * from './schema.js';
 export * from './tls.js';

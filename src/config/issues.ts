@@ -157,7 +157,8 @@ export function withoutNulls(value: unknown): unknown {
 /**
  * Validates `raw` against `schema` and returns the parsed value, or throws a {@link ConfigError}
  * listing every issue. Use this (not `schema.parse`) so messages are the operator-facing ones.
- * Null-valued keys count as absent (see {@link withoutNulls}).
+ * Null-valued keys count as absent (see {@link withoutNulls}). The schemas it builds are dropped
+ * when the outermost call returns.
  */
 export function validate<S extends z.ZodType>(schema: S, raw: unknown): z.output<S> {
   validating++;
@@ -173,6 +174,23 @@ export function validate<S extends z.ZodType>(schema: S, raw: unknown): z.output
 
 // Nesting depth of validate(): a kind's validation may validate a referenced config of its own.
 let validating = 0;
+
+/**
+ * {@link validate} for config objects checked again at run time (a client's balancer and failure
+ * accrual): each object, frozen like every validated config, is validated once. Why: the schemas
+ * are built afresh for every validation (lazy-schema.ts), and many clients share one object.
+ */
+export function validateOnce<S extends z.ZodType>(schema: S): (raw: object) => z.output<S> {
+  const validated = new WeakMap<object, z.output<S>>();
+  return (raw) => {
+    let valid = validated.get(raw);
+    if (valid === undefined) {
+      valid = validate(schema, raw);
+      validated.set(raw, valid);
+    }
+    return valid;
+  };
+}
 
 /**
  * Parses `value` with `schema` from inside a transform, forwarding any issues to `ctx` (their

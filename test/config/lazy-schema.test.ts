@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { z } from 'zod';
-import { builtSchemaCount, ConfigError, lazySchema, releaseSchemas, validate } from '../../src/config/index.js';
+import { builtSchemaCount, ConfigError, lazySchema, releaseSchemas, validate, validateOnce } from '../../src/config/index.js';
 
 // zod calls this hook (internal, pinned by the lockfile) once per schema it constructs.
 interface ZodGlobalConfig {
@@ -100,6 +100,23 @@ describe('lazySchema', () => {
     assert.equal(validate(outer, 'b'), 'b');
     assert.equal(builds, 1);
     assert.equal(builtSchemaCount(), 0);
+  });
+
+  it('validateOnce validates each config object once', () => {
+    let builds = 0;
+    const policy = lazySchema(() => {
+      builds++;
+      return z.strictObject({ failures: z.int().default(5) });
+    });
+    const check = validateOnce(policy);
+    const raw = Object.freeze({});
+    const first = check(raw);
+    assert.deepEqual(first, { failures: 5 });
+    assert.equal(check(raw), first, 'the same output object, not validated again');
+    assert.equal(builds, 1);
+    assert.deepEqual(check(Object.freeze({ failures: 2 })), { failures: 2 });
+    assert.equal(builds, 2);
+    assert.throws(() => check({ failures: 'many' }), ConfigError);
   });
 
   it('importing any prx module builds no schema', async () => {

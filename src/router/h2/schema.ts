@@ -11,7 +11,9 @@ import {
   routerBaseShape,
   serverList,
   serverShape,
-  servicePolicy, lazySchema } from '../../config/index.js';
+  servicePolicy,
+  lazySchema,
+} from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { responseClassifierSlot } from '../../protocol/http/classifiers.js';
 import { h2ServerSettingsShape, h2SettingsShape } from '../../protocol/h2/settings.js';

@@ -14,7 +14,9 @@ import {
   choice,
   filePath,
   addIssue,
-  durationMs, lazySchema } from '../../config/index.js';
+  durationMs,
+  lazySchema,
+} from '../../config/index.js';
 import { parseRollPolicy } from '../../protocol/http/access-log.js';
 import { responseClassifierSlot } from '../../protocol/http/classifiers.js';
 import { forwardedHeaderConfig } from '../../protocol/http/headers/forwarded.js';

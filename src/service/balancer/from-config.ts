@@ -4,9 +4,11 @@ import {
   clientParamDefaults,
   kindSlot,
   lookupKind,
-  validate,
+  validateOnce,
   type KindConfig,
-  type KindDef, lazySchema } from '../../config/index.js';
+  type KindDef,
+  lazySchema,
+} from '../../config/index.js';
 import { apertureKind } from './aperture.js';
 import { ewmaKind } from './ewma.js';
 import { heapKind } from './heap.js';
@@ -18,22 +20,14 @@ import type { BalancerContext, BalancerFactory } from './types.js';
 export const BALANCER_KINDS = [p2cKind, ewmaKind, apertureKind, heapKind, roundRobinKind] as const;
 
 // Validates any registered kind (unknown kinds are listed, experimental ones gated).
-const loadBalancerSlot = lazySchema(() => kindSlot('loadBalancer'));
-// Each client of a policy validates the same (frozen) config object: once is enough, and the
-// schemas are not kept between config reads (config/lazy-schema.ts).
-const validated = new WeakMap<object, KindConfig>();
+const validLoadBalancer = validateOnce(lazySchema(() => kindSlot('loadBalancer')));
 
 /**
  * The balancer factory for a `loadBalancer` config object (validated here; defaults filled),
  * `{kind: 'p2c'}` when absent. Throws a ConfigError naming the problem for an invalid object.
  */
 export function balancerFromConfig(cfg: KindConfig | undefined, ctx: BalancerContext = {}): BalancerFactory {
-  const raw = cfg ?? clientParamDefaults.loadBalancer;
-  let valid = validated.get(raw);
-  if (valid === undefined) {
-    valid = validate(loadBalancerSlot, raw);
-    validated.set(raw, valid);
-  }
+  const valid = validLoadBalancer(cfg ?? clientParamDefaults.loadBalancer);
   const def = lookupKind('loadBalancer', valid.kind) as KindDef<KindConfig, BalancerContext, BalancerFactory> | undefined;
   if (def === undefined) {
     // Only reachable if the registry changed between validation and lookup.

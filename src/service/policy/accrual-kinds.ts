@@ -11,9 +11,11 @@ import {
   lookupKind,
   positiveInt,
   registerKind,
-  validate,
+  validateOnce,
   type KindConfig,
-  type KindDef, lazySchema } from '../../config/index.js';
+  type KindDef,
+  lazySchema,
+} from '../../config/index.js';
 import { backoffFromConfig, type Random } from './backoff.js';
 import {
   consecutiveFailures,
@@ -81,10 +83,7 @@ export const successRateWindowedKind = defineAccrual('io.prx.successRateWindowed
 export const noAccrualKind = defineAccrual('none', noAccrualSchema, () => none);
 
 // Validates any registered kind (unknown kinds are listed, experimental ones gated).
-const failureAccrualSlot = lazySchema(() => kindSlot('failureAccrual'));
-// Each client of a policy validates the same (frozen) config object: once is enough, and the
-// schemas are not kept between config reads (config/lazy-schema.ts).
-const validated = new WeakMap<object, KindConfig>();
+const validFailureAccrual = validateOnce(lazySchema(() => kindSlot('failureAccrual')));
 
 /**
  * The per-endpoint policy factory for a `failureAccrual` config object (validated here; defaults
@@ -92,12 +91,7 @@ const validated = new WeakMap<object, KindConfig>();
  * 5 s – 300 s backoff. Throws a ConfigError naming the problem for an invalid object.
  */
 export function accrualFromConfig(cfg: KindConfig | undefined, ctx: AccrualContext = {}): FailureAccrualPolicyFactory {
-  const raw = cfg ?? clientParamDefaults.failureAccrual;
-  let valid = validated.get(raw);
-  if (valid === undefined) {
-    valid = validate(failureAccrualSlot, raw);
-    validated.set(raw, valid);
-  }
+  const valid = validFailureAccrual(cfg ?? clientParamDefaults.failureAccrual);
   const def = lookupKind('failureAccrual', valid.kind) as KindDef<KindConfig, AccrualContext, FailureAccrualPolicyFactory> | undefined;
   if (def === undefined) {
     // Only reachable if the registry changed between validation and lookup.
