@@ -82,6 +82,7 @@ const YAML_LOADER_INPUT = 'dist/config/yaml-library.js';
 rmSync(OUT, { recursive: true, force: true });
 await build({
   entryPoints: { yaml: 'yaml' },
+  absWorkingDir: REPO,
   outfile: YAML_LIBRARY,
   bundle: true,
   format: 'cjs',
