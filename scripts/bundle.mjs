@@ -75,55 +75,48 @@ const pinoWithoutWorkerThreads = {
 
 // The YAML parser is not in the bundle: it is a CommonJS file of its own that src/config/yaml-library.ts
 // loads for each config read and unloads after (an ES module's code stays in the heap for good).
-// The path define is relative to the chunk the loader lands in, checked below.
+// The loader finds it by a path relative to the chunk the loader lands in, checked below.
 const YAML_LIBRARY = join(OUT, 'yaml.cjs');
+const YAML_FROM_CHUNK = '../yaml.cjs';
 const YAML_LOADER_INPUT = 'dist/config/yaml-library.js';
 
-rmSync(OUT, { recursive: true, force: true });
-await build({
-  entryPoints: { yaml: 'yaml' },
-  absWorkingDir: REPO,
-  outfile: YAML_LIBRARY,
+// What every output for node shares. Whitespace and comments out: the source text stays in the heap
+// for lazy compilation, and a single non-ASCII comment character doubles it (V8 then stores it two
+// bytes per character). Names are kept, so stack traces still read.
+const FOR_NODE = {
   bundle: true,
-  format: 'cjs',
   platform: 'node',
   target: 'node20',
   minifyWhitespace: true,
   minifySyntax: true,
   legalComments: 'linked',
   logLevel: 'warning',
-});
+};
+
+rmSync(OUT, { recursive: true, force: true });
+await build({ ...FOR_NODE, entryPoints: { yaml: 'yaml' }, absWorkingDir: REPO, outfile: YAML_LIBRARY, format: 'cjs' });
 const main = await build({
+  ...FOR_NODE,
   plugins: [englishOnlyZodLocales, pinoWithoutWorkerThreads],
   entryPoints,
   outdir: OUT,
-  bundle: true,
   splitting: true,
   format: 'esm',
-  platform: 'node',
-  target: 'node20',
   external: EXTERNAL,
   // `--version` and the usage report read the version bundled here, not package.json at run time.
-  define: { PRX_BUILD_VERSION: JSON.stringify(version), PRX_YAML_LIBRARY: JSON.stringify('../yaml.cjs') },
-  // Bundled CommonJS packages (yaml) call require() for Node built-ins; ES modules have none.
+  define: { PRX_BUILD_VERSION: JSON.stringify(version), PRX_YAML_LIBRARY: JSON.stringify(YAML_FROM_CHUNK) },
+  // Bundled CommonJS packages (pino and its helpers) call require() for Node built-ins; ES modules have none.
   banner: { js: "import { createRequire as __prxCreateRequire } from 'node:module'; const require = __prxCreateRequire(import.meta.url);" },
-  // Whitespace and comments out: the source text stays in the heap for lazy compilation, and a
-  // single non-ASCII comment character doubles it (V8 then stores it two bytes per character).
-  // Names are kept, so stack traces still read; tsc's maps are chained for
-  // `node --enable-source-maps`, which reports src/ positions.
-  minifyWhitespace: true,
-  minifySyntax: true,
-  legalComments: 'linked',
+  // tsc's maps are chained for `node --enable-source-maps`, which reports src/ positions.
   sourcemap: 'linked',
   chunkNames: 'chunks/[name]-[hash]',
   metafile: true,
-  logLevel: 'warning',
 });
 for (const [file, output] of Object.entries(main.metafile.outputs)) {
   if (!(YAML_LOADER_INPUT in output.inputs)) continue;
   const fromChunk = relative(dirname(resolve(file)), YAML_LIBRARY).split(sep).join('/');
-  if (fromChunk !== '../yaml.cjs') {
-    process.stderr.write(`bundle: ${YAML_LOADER_INPUT} landed in ${file}, from where the YAML library is ${fromChunk}, not ../yaml.cjs\n`);
+  if (fromChunk !== YAML_FROM_CHUNK) {
+    process.stderr.write(`bundle: ${YAML_LOADER_INPUT} landed in ${file}, from where the YAML library is ${fromChunk}, not ${YAML_FROM_CHUNK}\n`);
     process.exit(1);
   }
 }
