@@ -3,9 +3,8 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { z } from 'zod';
+import { derefAfterGc } from '../helpers/gc.js';
 import { builtSchemaCount, ConfigError, lazySchema, releaseSchemas, validate, validateOnce } from '../../src/config/index.js';
 
 // zod calls this hook (internal, pinned by the lockfile) once per schema it constructs.
@@ -24,11 +23,6 @@ function countConstructions(): { readonly count: () => number; readonly sites: s
     sites.push((frames.at(-1) ?? '?').trim());
   };
   return { count: () => n, sites, stop: () => delete zodConfig.postProcessor };
-}
-
-function gcFunction(): () => void {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
 }
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -64,7 +58,6 @@ describe('lazySchema', () => {
   });
 
   it('is dropped when the outermost validation returns, and rebuilt on the next use', async () => {
-    const gc = gcFunction();
     let builds = 0;
     let built: WeakRef<object> | undefined;
     const server = lazySchema(() => {
@@ -75,10 +68,7 @@ describe('lazySchema', () => {
     });
     assert.deepEqual(validate(server, { port: 1 }), { port: 1 });
     assert.equal(builtSchemaCount(), 0);
-    // A WeakRef keeps its target alive until the current job ends.
-    await new Promise((resolve) => setImmediate(resolve));
-    gc();
-    assert.equal(built?.deref(), undefined, 'the built schema was collected');
+    assert.equal(await derefAfterGc(built), undefined, 'the built schema was collected');
     // A failed validation releases too, and the error still reads as the schema's.
     assert.throws(() => validate(server, { port: 0 }), ConfigError);
     assert.equal(builtSchemaCount(), 0);

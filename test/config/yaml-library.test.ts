@@ -3,8 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { derefAfterGc } from '../helpers/gc.js';
 import { withTransientModule, withYamlLibrary, type YamlLibrary } from '../../src/config/yaml-library.js';
 
 // The bundle's own copy of the parser (npm run build, which npm test runs first).
@@ -16,8 +15,6 @@ describe('the YAML library', () => {
   });
 
   it('in the bundle, is loaded for the call and collected after', { skip: !existsSync(BUNDLED) && 'run npm run build first' }, async () => {
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
     const cache = createRequire(import.meta.url).cache;
     let loaded: WeakRef<object> | undefined;
     const value = withTransientModule(BUNDLED, (yaml: YamlLibrary) => {
@@ -27,10 +24,7 @@ describe('the YAML library', () => {
     });
     assert.deepEqual(value, { routers: [] });
     assert.equal(cache[BUNDLED], undefined, 'dropped from the require cache');
-    // A WeakRef keeps its target alive until the current job ends.
-    await new Promise((resolve) => setImmediate(resolve));
-    gc();
-    assert.equal(loaded?.deref(), undefined, 'the module was collected');
+    assert.equal(await derefAfterGc(loaded), undefined, 'the module was collected');
     // And it loads again for the next read.
     assert.deepEqual(withTransientModule(BUNDLED, (yaml: YamlLibrary) => yaml.parse('x: 1') as unknown), { x: 1 });
   });

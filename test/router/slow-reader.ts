@@ -2,8 +2,7 @@
 // the back-pressure tests): it writes while the kernel takes its bytes and stops once the server
 // has stopped reading it (no drain for a while), or after `count` requests.
 import { connect, type Socket } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectGarbage } from '../helpers/gc.js';
 
 export interface SlowReader {
   readonly socket: Socket;
@@ -35,17 +34,10 @@ export async function floodWithoutReading(port: number, request: (i: number) => 
  * backing stores are freed after the collection, hence the pause and the second pass).
  */
 export async function liveArrayBuffers(): Promise<number> {
-  collect();
+  collectGarbage();
   await new Promise((r) => setTimeout(r, 50));
-  collect();
+  collectGarbage();
   return process.memoryUsage().arrayBuffers;
 }
 
-let gc: (() => void) | undefined;
-function collect(): void {
-  if (gc === undefined) {
-    setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-  }
-  gc();
-}
+

@@ -1,9 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { ManualScheduler, MetricsRegistry, readGauge, type MetricsNode } from '../../src/service/stats/index.js';
 import { ProcessMetrics } from '../../src/telemetry/index.js';
+import { collectGarbage } from '../helpers/gc.js';
 
 function gaugeValues(node: MetricsNode | undefined, prefix = 'process'): Map<string, number | undefined> {
   const out = new Map<string, number | undefined>();
@@ -106,9 +105,7 @@ test('garbage collections are counted and timed', async () => {
   const registry = new MetricsRegistry({ scheduler });
   const pm = new ProcessMetrics(registry.stats, { scheduler });
   pm.start();
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
-  gc();
+  collectGarbage();
   const read = (k: string): number => gaugeValues(registry.resolve(['process'])).get(`process/gc/${k}`) ?? 0;
   // GC entries reach the observer asynchronously.
   await until(() => read('count') > 0, 5000);
@@ -122,24 +119,22 @@ test('collections are sampled in the first second of each window and count windo
   const registry = new MetricsRegistry({ scheduler });
   const pm = new ProcessMetrics(registry.stats, { scheduler, sampleIntervalMs: 10_000 });
   pm.start();
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   const read = (k: string): number => gaugeValues(registry.resolve(['process'])).get(`process/gc/${k}`) ?? 0;
-  gc();
+  collectGarbage();
   await until(() => read('count') > 0, 5000);
   assert.equal(read('count'), 10, 'one collection in the 1 s slice of a 10 s window counts 10');
   const msec = read('msec');
   assert.ok(msec > 0);
   // Past the slice the observer is disconnected: these collections are not seen.
   scheduler.advance(1000);
-  gc();
-  gc();
+  collectGarbage();
+  collectGarbage();
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(read('count'), 10);
   assert.equal(read('msec'), msec);
   // The next window listens again.
   scheduler.advance(9000);
-  gc();
+  collectGarbage();
   await until(() => read('count') > 10, 5000);
   assert.equal(read('count'), 20);
   pm.stop();
