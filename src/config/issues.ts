@@ -154,6 +154,9 @@ export function withoutNulls(value: unknown): unknown {
   return out;
 }
 
+// Nesting depth of validate(): a kind's validation may validate a referenced config of its own.
+let validating = 0;
+
 /**
  * Validates `raw` against `schema` and returns the parsed value, or throws a {@link ConfigError}
  * listing every issue. Use this (not `schema.parse`) so messages are the operator-facing ones.
@@ -171,9 +174,6 @@ export function validate<S extends z.ZodType>(schema: S, raw: unknown): z.output
     if (--validating === 0) releaseSchemas();
   }
 }
-
-// Nesting depth of validate(): a kind's validation may validate a referenced config of its own.
-let validating = 0;
 
 /**
  * {@link validate} for config objects checked again at run time (a client's balancer and failure
